@@ -1,0 +1,113 @@
+"""Precision policies: what a kernel stores, how it accumulates, and how close it must be.
+
+Grammar: ``<storage>[@accum(<accum>)]``; storage in fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2;
+accum fp32 (the default) or fp16. ``Precision.parse("bf16")``, ``Precision.parse("fp16@accum(fp16)")``.
+Torch is imported only when a torch dtype is asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# storage -> (itemsize in bytes, torch dtype name, minimum compute capability, rtol, atol)
+# Tolerances are for outputs of reductions of moderate length (K up to a few thousand) against a
+# reference computed in fp32/fp64; they follow the unit roundoff of the storage type.
+_STORAGE = {
+    "fp32": (4, "float32", (0, 0), 1e-4, 1e-5),
+    "tf32": (4, "float32", (8, 0), 1e-2, 1e-2),
+    "fp16": (2, "float16", (0, 0), 1e-2, 1e-2),
+    "bf16": (2, "bfloat16", (8, 0), 3e-2, 3e-2),
+    "fp8_e4m3": (1, "float8_e4m3fn", (8, 9), 1e-1, 1e-1),
+    "fp8_e5m2": (1, "float8_e5m2", (8, 9), 2e-1, 2e-1),
+}
+_ACCUM = {"fp32": "float32", "fp16": "float16"}
+_GRAMMAR = re.compile(r"^(?P<storage>[a-z0-9_]+)(?:@accum\((?P<accum>[a-z0-9_]+)\))?$")
+
+
+class PrecisionError(ValueError):
+    """An unknown or malformed precision policy."""
+
+
+@dataclass(frozen=True)
+class Precision:
+    storage: str
+    accum: str = "fp32"
+
+    @classmethod
+    def parse(cls, text: str | Precision) -> Precision:
+        if isinstance(text, Precision):
+            return text
+        match = _GRAMMAR.match(str(text).strip().lower())
+        if not match:
+            raise PrecisionError(
+                f"precision {text!r} does not match <storage>[@accum(<accum>)], "
+                f"e.g. 'bf16' or 'fp8_e4m3@accum(fp32)'"
+            )
+        storage, accum = match["storage"], match["accum"] or "fp32"
+        if storage not in _STORAGE:
+            raise PrecisionError(
+                f"unknown storage type {storage!r} in precision {text!r}; "
+                f"choose one of {', '.join(_STORAGE)}"
+            )
+        if accum not in _ACCUM:
+            raise PrecisionError(
+                f"unknown accumulator {accum!r} in precision {text!r}; choose fp32 or fp16"
+            )
+        return cls(storage, accum)
+
+    def __str__(self) -> str:
+        return self.storage if self.accum == "fp32" else f"{self.storage}@accum({self.accum})"
+
+    @property
+    def itemsize(self) -> int:
+        return _STORAGE[self.storage][0]
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.storage.startswith("fp8")
+
+    @property
+    def rtol(self) -> float:
+        rtol = _STORAGE[self.storage][3]
+        return max(rtol, 1e-2) if self.accum == "fp16" else rtol
+
+    @property
+    def atol(self) -> float:
+        atol = _STORAGE[self.storage][4]
+        return max(atol, 1e-2) if self.accum == "fp16" else atol
+
+    @property
+    def dtype(self):
+        """The torch storage dtype (tf32 is stored as float32)."""
+        import torch
+
+        return getattr(torch, _STORAGE[self.storage][1])
+
+    @property
+    def accum_dtype(self):
+        import torch
+
+        return getattr(torch, _ACCUM[self.accum])
+
+    @property
+    def min_capability(self) -> tuple[int, int]:
+        return _STORAGE[self.storage][2]
+
+    def unsupported_reason(self, capability: tuple[int, int] | None) -> str | None:
+        """Why a device of this compute capability cannot run the policy (None: it can).
+
+        ``capability`` None means no GPU: kernels run on the CPU or in the Triton interpreter,
+        which emulate every type.
+        """
+        if capability is None:
+            return None
+        if tuple(capability) < self.min_capability:
+            need = "sm_%d%d" % self.min_capability
+            have = "sm_%d%d" % tuple(capability)
+            return f"precision {self} needs {need} or newer; this GPU is {have}"
+        return None
+
+
+def known_storage_types() -> tuple[str, ...]:
+    return tuple(_STORAGE)
