@@ -1,0 +1,187 @@
+"""The ``Bench`` object behind the ``bench`` fixture.
+
+Without ``--bench`` a call is one plain call of the function. With it, the call is measured:
+the first call (its result is returned) runs outside the device lock and captures the Triton
+kernels it launches; warm-up and timed rounds run under the lock, so pytest-xdist workers never
+measure on the same device at once.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any, Callable
+
+import pytest
+
+from pytest_tesserabench import accuracy, sampling, timing
+from pytest_tesserabench.options import Settings
+from pytest_tesserabench.precision import Precision
+
+GPU_TIMERS = ("cuda_event", "cuda_graph")
+
+
+class BenchUsageError(TypeError):
+    """A bench() call written wrongly; the message says how to write it."""
+
+
+class Bench:
+    """Measure functions inside a test: ``bench(fn, *args, flops=, bytes=, name=, **kwargs)``."""
+
+    def __init__(self, *, session, nodeid: str, params: dict, group: str, settings: Settings):
+        self._session = session
+        self._nodeid = nodeid
+        self._params = params
+        self._group = group
+        self._settings = settings
+        self.enabled = settings.enabled
+        self.extra_info: dict[str, Any] = {}
+        self.records: dict[str | None, dict] = {}  # label (None for the unlabelled call) -> record
+        self._results: dict[int, str | None] = {}  # id(returned object) -> label, for check_accuracy
+        self._accuracy: dict | None = None
+
+    # -- measuring -------------------------------------------------------------------------
+    def __call__(self, fn: Callable, *args, flops=None, bytes=None, name: str | None = None, **kwargs):
+        if not self.enabled:
+            if not callable(fn):
+                raise BenchUsageError(_not_callable(fn))
+            return fn(*args, **kwargs)
+        return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name)
+
+    def _measure(self, fn, args, kwargs, *, flops, nbytes, name):
+        if not callable(fn):
+            raise BenchUsageError(_not_callable(fn))
+        if name in self.records:
+            raise BenchUsageError(
+                f"bench() was already called with name={name!r} in this test; give each measured "
+                f"call its own name=, e.g. bench(torch.matmul, a, b, name='torch')"
+            )
+        if name is not None and (not isinstance(name, str) or not name or "::" in name):
+            raise BenchUsageError(f"bench(name={name!r}): a name is a non-empty string without '::'")
+        for label, value in (("flops", flops), ("bytes", nbytes)):
+            if value is not None and (not isinstance(value, numbers.Real) or value < 0 or not math.isfinite(value)):
+                raise BenchUsageError(f"bench({label}={value!r}): expected a non-negative number of {label}")
+
+        session = self._session
+        with session.capture_kernels() as launches:
+            result = fn(*args, **kwargs)  # an exception propagates: the test errors, nothing is recorded
+        interpreted = bool(launches) and any(getattr(launch, "interpreted", False) for launch in launches)
+        call = _bind(fn, args, kwargs)
+        timer = timing.make_timer(self._settings.timer, call, args, kwargs, interpreted=interpreted)
+        budget = sampling.Budget(
+            max_time=self._settings.max_time,
+            # The interpreter is ~1000x slower than the device it emulates and is never gated:
+            # a few rounds show it works without spending minutes.
+            min_rounds=min(self._settings.min_rounds, 3) if interpreted else self._settings.min_rounds,
+            warmup=0.0 if interpreted else self._settings.warmup,
+            target_ci=self._settings.target_ci,
+        )
+        with session.device_lock(), session.telemetry(timer) as telemetry:
+            measurement = sampling.measure(timer, budget)
+            telemetry.calls = measurement.calls
+        record = self._record(name, measurement, flops, nbytes)
+        if telemetry.result is not None:
+            record["telemetry"] = telemetry.result
+        record["kernels"] = session.analyse_kernels(launches, record_id=record["id"])
+        self.records[name] = record
+        self._results[id(result)] = name
+        return result
+
+    def _record(self, name, m: sampling.Measurement, flops, nbytes) -> dict:
+        summary = m.summary()
+        median_s = summary["median_ms"] / 1e3
+        record = {
+            "id": self._nodeid if name is None else f"{self._nodeid}::{name}",
+            "name": name,
+            "group": self._group,
+            "params": self._params,
+            "timer": m.timer,
+            "rounds_ms": m.rounds_ms,
+            "samples_ms": m.samples_ms,
+            "stats": summary,
+            "sampling": {
+                "warmup_calls": m.warmup_calls,
+                "inner_loops": m.inner_loops,
+                "samples_per_round": m.samples_per_round,
+                "stop": m.stop_reason,
+                "elapsed_s": m.elapsed_s,
+            },
+            "flops": flops,
+            "bytes": nbytes,
+            "tflops": flops / median_s / 1e12 if flops and median_s > 0 else None,
+            "gbps": nbytes / median_s / 1e9 if nbytes and median_s > 0 else None,
+            "accuracy": None,
+            "kernels": [],
+            "extra_info": self.extra_info,  # the same dict: keys added later in the test still land
+        }
+        record["roofline"] = self._session.roofline(record)
+        return record
+
+    # -- checks ------------------------------------------------------------------------------
+    def check_accuracy(self, actual, expected, precision: Precision | str) -> dict:
+        """Assert ``actual`` is within the policy's tolerances of ``expected``; record the error.
+
+        Runs with or without ``--bench``: a benchmark doubles as a correctness test.
+        """
+        result = accuracy.compare(actual, expected, precision)
+        label = self._results.get(id(actual), next(iter(self.records), None))
+        if label in self.records:
+            self.records[label]["accuracy"] = {k: result[k] for k in ("max_abs", "max_rel", "mismatched", "precision")}
+        if not result["ok"]:
+            raise accuracy.AccuracyError(accuracy.failure_message(result))
+        return result
+
+    def require(self, at_least: float, relative_to: str, *, name: str | None = None, metric: str = "speed") -> None:
+        """A performance target, checked only where both calls were timed on a GPU.
+
+        metric "speed": time(relative_to) / time(name) >= at_least (name None: the first call);
+        "gbps" / "tflops": throughput(name) / throughput(relative_to) >= at_least.
+        """
+        if metric not in ("speed", "gbps", "tflops"):
+            raise BenchUsageError(f"bench.require(metric={metric!r}): choose speed, gbps or tflops")
+        if not self.enabled:
+            return
+        for label in (name, relative_to):
+            if label not in self.records:
+                raise BenchUsageError(
+                    f"bench.require(): no measured call named {label!r} in this test; measure it first "
+                    f"with bench(fn, ..., name={label!r})"
+                )
+        mine, theirs = self.records[name], self.records[relative_to]
+        if metric == "speed":
+            ratio = theirs["stats"]["median_ms"] / mine["stats"]["median_ms"]
+        else:
+            if not mine.get(metric) or not theirs.get(metric):
+                raise BenchUsageError(f"bench.require(metric={metric!r}) needs flops=/bytes= on both calls")
+            ratio = mine[metric] / theirs[metric]
+        checked = mine["timer"] in GPU_TIMERS and theirs["timer"] in GPU_TIMERS
+        target = {"relative_to": relative_to, "metric": metric, "at_least": at_least,
+                  "ratio": ratio, "checked": checked, "met": ratio >= at_least}
+        mine.setdefault("targets", []).append(target)
+        if checked and ratio < at_least:
+            pytest.fail(
+                f"performance target missed: {metric} of {mine['id']} is {ratio:.3f}x that of "
+                f"{relative_to!r}, below the required {at_least}x",
+                pytrace=False,
+            )
+
+    @property
+    def on_gpu(self) -> bool:
+        from pytest_tesserabench import machine
+
+        return machine.cuda_capability() is not None
+
+
+def _bind(fn, args, kwargs) -> Callable[[], Any]:
+    if kwargs:
+        return lambda: fn(*args, **kwargs)
+    if args:
+        return lambda: fn(*args)
+    return fn
+
+
+def _not_callable(fn) -> str:
+    return (
+        f"bench() expects a function to measure as its first argument, got {type(fn).__name__} "
+        f"{fn!r:.60}; write bench(fn, *args), not bench(fn(*args))"
+    )

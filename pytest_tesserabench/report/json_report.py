@@ -1,0 +1,71 @@
+"""The run as a JSON document (DESIGN section 6) and its atomic write for ``--bench-json``."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+SCHEMA = 1
+
+
+def run_document(session, *, with_samples: bool, records: dict[str, dict] | None = None) -> dict:
+    records = session.records if records is None else records
+    benchmarks = {}
+    for record_id, record in records.items():
+        entry = {k: v for k, v in record.items() if k != "id"}
+        if not with_samples:
+            entry.pop("samples_ms", None)
+        benchmarks[record_id] = entry
+    commit = {"sha": None, "branch": None, "dirty": None}
+    try:
+        from pytest_tesserabench.baseline import git_commit_info
+
+        commit = git_commit_info(session.rootdir)
+    except ImportError:
+        pass
+    return {
+        "schema": SCHEMA,
+        "machine": session.machine_info,
+        "commit": commit,
+        "started": session.started,
+        "canary_ms": list(getattr(session, "canary_ms", []) or []),
+        "benchmarks": benchmarks,
+    }
+
+
+def write_json(path: Path, document: dict) -> None:
+    """Write atomically: a reader never sees half a file, a failed write leaves the old one."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or Path("."))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(finite(document), handle, indent=2, sort_keys=True, allow_nan=False, default=_default)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _default(value):
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return str(value)
+
+
+def finite(value):
+    """The value with non-finite floats as None: JSON has no NaN or Infinity."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value

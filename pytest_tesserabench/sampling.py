@@ -1,0 +1,102 @@
+"""The sampling plan: warm-up by time, calibration, rounds, and the stopping rule.
+
+A benchmark is measured in rounds; each round yields its median. Measuring stops when the 95%
+interval of the median of round medians is within ``target_ci`` of it (after at least
+``min_rounds`` rounds), or when ``max_time`` is spent, in which case the result is ``noisy``.
+The clock is injectable so the rule can be tested without real time.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from pytest_tesserabench import stats
+
+# Rounds last about max_time / ROUNDS_PER_BUDGET, so a converging benchmark gets this many rounds.
+ROUNDS_PER_BUDGET = 20
+MAX_SAMPLES_PER_ROUND = 1000
+MAX_ROUNDS = 1000
+
+
+class Timer(Protocol):
+    name: str
+    inner: int
+
+    def time_once(self) -> float: ...
+    def calibrate(self, seconds_per_call: float) -> None: ...
+    def round(self, samples: int) -> list[float]: ...
+
+
+@dataclass(frozen=True)
+class Budget:
+    max_time: float = 1.0  # seconds of measurement after warm-up
+    min_rounds: int = 5
+    warmup: float = 0.1  # seconds
+    target_ci: float = 0.01  # relative half-width of the median's 95% interval
+
+
+@dataclass
+class Measurement:
+    timer: str
+    rounds_ms: list[float] = field(default_factory=list)
+    samples_ms: list[float] = field(default_factory=list)
+    noisy: bool = False
+    stop_reason: str = ""
+    warmup_calls: int = 0
+    inner_loops: int = 1
+    samples_per_round: int = 1
+    elapsed_s: float = 0.0
+
+    @property
+    def calls(self) -> int:
+        """Calls made while measuring (for energy per call)."""
+        return len(self.samples_ms) * self.inner_loops
+
+    def summary(self) -> dict:
+        return stats.summarize(self.rounds_ms, self.samples_ms, noisy=self.noisy)
+
+
+def measure(timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.perf_counter) -> Measurement:
+    """Warm up for ``budget.warmup`` seconds, then time rounds until the stopping rule fires."""
+    start = clock()
+    durations = []
+    while True:  # at least one warm-up call: first-call costs (compilation, caches) stay out
+        durations.append(timer.time_once())
+        if clock() - start >= budget.warmup:
+            break
+    # The last warm-up calls are the best estimate of steady-state cost.
+    per_call = max(statistics.median(durations[-5:]), 1e-9)
+    timer.calibrate(per_call)
+    sample_s = per_call * timer.inner
+    round_s = budget.max_time / ROUNDS_PER_BUDGET
+    samples_per_round = int(min(MAX_SAMPLES_PER_ROUND, max(1, round_s // sample_s)))
+
+    result = Measurement(
+        timer=timer.name,
+        warmup_calls=len(durations),
+        inner_loops=timer.inner,
+        samples_per_round=samples_per_round,
+    )
+    measuring_since = clock()
+    while True:
+        samples = timer.round(samples_per_round)
+        result.samples_ms.extend(samples)
+        result.rounds_ms.append(statistics.median(samples))
+        elapsed = clock() - measuring_since
+        enough_rounds = len(result.rounds_ms) >= budget.min_rounds
+        if enough_rounds and stats.relative_ci_halfwidth(result.rounds_ms) <= budget.target_ci:
+            result.stop_reason = "converged"
+            break
+        if enough_rounds and elapsed >= budget.max_time:
+            result.stop_reason = "max_time"
+            result.noisy = True
+            break
+        if len(result.rounds_ms) >= MAX_ROUNDS:
+            result.stop_reason = "max_rounds"
+            result.noisy = True
+            break
+    result.elapsed_s = clock() - measuring_since
+    return result

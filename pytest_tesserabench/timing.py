@@ -1,0 +1,204 @@
+"""Timers: how one round of repetitions is timed on each kind of device.
+
+A timer owns a zero-argument ``call`` and answers ``round(samples)``: that many samples in
+milliseconds per call, with the device synchronised once at the end of the round.
+
+- ``CpuTimer``: perf_counter_ns around a calibrated inner loop, garbage collector off.
+- ``CudaEventTimer``: CUDA events around each repetition; the L2 cache is flushed before each
+  repetition by writing a buffer twice the L2 size, outside the timed window.
+- ``CudaGraphTimer``: the repetitions (flushes included) are captured in a CUDA graph and replayed;
+  a flush-only graph's time is subtracted, so launch overhead is out of the figure.
+Torch is imported only by the CUDA timers.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from typing import Any, Callable, Iterable
+
+Call = Callable[[], Any]
+
+
+class TimerError(RuntimeError):
+    """A timer that cannot run here (e.g. a CUDA timer without CUDA tensors)."""
+
+
+class CpuTimer:
+    name = "cpu"
+    # A sample lasts at least this long, so perf_counter's resolution and call overhead vanish.
+    MIN_SAMPLE_S = 200e-6
+
+    def __init__(self, call: Call, *, label: str = "cpu"):
+        self.call = call
+        self.name = label  # "cpu", or "interpreter" for Triton kernels run by the interpreter
+        self.inner = 1
+
+    def time_once(self) -> float:
+        """One untimed-looking warm-up call; returns its duration in seconds."""
+        t0 = time.perf_counter_ns()
+        self.call()
+        return (time.perf_counter_ns() - t0) * 1e-9
+
+    def calibrate(self, seconds_per_call: float) -> None:
+        self.inner = max(1, math.ceil(self.MIN_SAMPLE_S / max(seconds_per_call, 1e-9)))
+
+    def round(self, samples: int) -> list[float]:
+        call, inner = self.call, self.inner
+        loop = range(inner)
+        clock = time.perf_counter_ns
+        out = []
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # a collection inside a sample would be billed to the kernel
+        try:
+            for _ in range(samples):
+                t0 = clock()
+                for _ in loop:
+                    call()
+                out.append((clock() - t0) / inner / 1e6)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+        return out
+
+
+class _CudaTimerBase:
+    """Shared state of the CUDA timers: the device, its stream and the L2 flush buffer."""
+
+    inner = 1
+
+    def __init__(self, call: Call, device: Any):
+        import torch
+
+        from pytest_tesserabench import machine
+
+        self.torch = torch
+        self.call = call
+        self.device = torch.device(device)
+        index = self.device.index if self.device.index is not None else torch.cuda.current_device()
+        l2_bytes = machine.l2_cache_bytes(index)
+        # Writing twice the L2 size evicts everything the kernel could reuse from the last call.
+        self.flush_buffer = torch.empty(max(2 * l2_bytes, 1 << 20) // 4, dtype=torch.int32, device=self.device)
+
+    def flush_l2(self) -> None:
+        self.flush_buffer.zero_()
+
+    def time_once(self) -> float:
+        torch = self.torch
+        torch.cuda.synchronize(self.device)
+        t0 = time.perf_counter()
+        self.call()
+        torch.cuda.synchronize(self.device)
+        return time.perf_counter() - t0
+
+    def calibrate(self, seconds_per_call: float) -> None:
+        pass
+
+
+class CudaEventTimer(_CudaTimerBase):
+    name = "cuda_event"
+
+    def round(self, samples: int) -> list[float]:
+        torch = self.torch
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
+        for start, end in zip(starts, ends):
+            self.flush_l2()
+            start.record()
+            self.call()
+            end.record()
+        torch.cuda.synchronize(self.device)  # one synchronisation per round
+        return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+class CudaGraphTimer(_CudaTimerBase):
+    """Replays of a graph holding ``reps`` (flush, call) pairs minus a graph of ``reps`` flushes."""
+
+    name = "cuda_graph"
+    REPS = 10
+
+    def __init__(self, call: Call, device: Any):
+        super().__init__(call, device)
+        self.work_graph = None
+        self.flush_graph = None
+
+    def _capture(self) -> None:
+        torch = self.torch
+        stream = torch.cuda.Stream(device=self.device)
+        stream.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(stream):
+            self.call()  # a warm call on the capture stream (allocator pools, lazy init)
+        torch.cuda.current_stream(self.device).wait_stream(stream)
+        torch.cuda.synchronize(self.device)
+        self.work_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.work_graph):
+            for _ in range(self.REPS):
+                self.flush_l2()
+                self.call()
+        self.flush_graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.flush_graph):
+            for _ in range(self.REPS):
+                self.flush_l2()
+        torch.cuda.synchronize(self.device)
+
+    def round(self, samples: int) -> list[float]:
+        torch = self.torch
+        if self.work_graph is None:
+            try:
+                self._capture()
+            except RuntimeError as exc:
+                raise TimerError(
+                    f"cuda_graph timer: the benchmarked function cannot be captured in a CUDA graph "
+                    f"({exc}); use --bench-timer=cuda_event or @pytest.mark.bench(timer='cuda_event')"
+                ) from exc
+        events = [[torch.cuda.Event(enable_timing=True) for _ in range(4)] for _ in range(samples)]
+        for e0, e1, e2, e3 in events:
+            e0.record()
+            self.work_graph.replay()
+            e1.record()
+            e2.record()
+            self.flush_graph.replay()
+            e3.record()
+        torch.cuda.synchronize(self.device)
+        return [max(e0.elapsed_time(e1) - e2.elapsed_time(e3), 0.0) / self.REPS for e0, e1, e2, e3 in events]
+
+
+def cuda_device_of(values: Iterable[Any]) -> Any | None:
+    """The device of the first CUDA tensor among ``values`` (nested lists/tuples/dicts too)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:  # no tensor can exist if torch was never imported
+        return None
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, torch.Tensor):
+            if value.is_cuda:
+                return value.device
+        elif isinstance(value, (list, tuple)):
+            stack.extend(value)
+        elif isinstance(value, dict):
+            stack.extend(value.values())
+    return None
+
+
+def make_timer(kind: str, call: Call, args: tuple, kwargs: dict, *, interpreted: bool):
+    """The timer for this call: ``kind`` from settings ("auto" picks from where the data lives)."""
+    device = cuda_device_of((args, kwargs))
+    if interpreted:
+        # The kernel ran in the Triton interpreter on the CPU: recorded, never gated.
+        return CpuTimer(call, label="interpreter")
+    if kind == "auto":
+        kind = "cuda_event" if device is not None else "cpu"
+    if kind == "cpu":
+        return CpuTimer(call)
+    if device is None:
+        raise TimerError(
+            f"timer {kind} needs CUDA tensors among the benchmark's arguments, and there are none; "
+            f"use --bench-timer=auto or cpu"
+        )
+    if kind == "cuda_event":
+        return CudaEventTimer(call, device)
+    return CudaGraphTimer(call, device)
