@@ -1,0 +1,493 @@
+"""Matrix multiplication: C = A @ B, and the fp8 variant C = (A @ B) * scale_a * scale_b.
+
+Two Triton programs, both accumulating in fp32 and walking output tiles in grouped order
+(GROUP_SIZE_M rows of tiles at a time, so the A and B panels a wave of programs needs stay
+in L2 — Triton tutorial 03):
+
+* ``_matmul_kernel``: one program per output tile, pointer loads with masks; runs everywhere
+  (sm_80, sm_90, the CPU interpreter) and on any strides.
+* ``_matmul_kernel_tma_persistent``: Hopper path (Triton tutorial 09). One program per SM
+  loops over output tiles; operands move through TMA descriptors built on the host
+  (``triton.tools.tensor_descriptor.TensorDescriptor``, present from Triton 3.4); the epilogue
+  can be split in two halves to halve the shared memory it needs.
+
+``matmul`` takes fp32 (tf32 when ``torch.backends.cuda.matmul.allow_tf32`` lets torch.matmul use
+it too, so the comparison is fair), fp16 and bf16. ``matmul_fp8`` takes e4m3/e5m2 with per-tensor
+fp32 scales; like ``torch._scaled_mm`` it is fastest with B column-major (K contiguous), which
+is the layout fp8 tensor-core instructions read.
+"""
+
+from __future__ import annotations
+
+import triton
+import triton.language as tl
+
+from kernels._common import (
+    check_device_runs_triton,
+    check_same_device,
+    check_tensor,
+    is_interpreting,
+)
+
+try:  # host-side TMA descriptors: Triton >= 3.4
+    from triton.tools.tensor_descriptor import TensorDescriptor
+except ImportError:  # pragma: no cover - older Triton: the pointer kernel serves every GPU
+    TensorDescriptor = None
+
+# Triton 3.9's interpreter computes bf16 tl.dot wrongly (it multiplies the raw bits); under it
+# the operands are widened to fp32 first, which is exact for 16-bit products. Compiled code is
+# unaffected: this constant is False there.
+_WIDEN_DOT_OPERANDS = tl.constexpr(is_interpreting())
+
+
+# --------------------------------------------------------------------------- configs
+
+
+def _config(bm, bn, bk, group, stages, warps, **extra):
+    return triton.Config(
+        {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": group, **extra},
+        num_stages=stages,
+        num_warps=warps,
+    )
+
+
+def matmul_configs() -> list:
+    """Autotuning space of the pointer kernel (sm_80 and sm_90 tile shapes, tutorial 03)."""
+    if is_interpreting():  # the interpreter would run every config: one small one
+        return [_config(32, 32, 32, 4, 1, 4)]
+    return [
+        _config(128, 256, 64, 8, 3, 8),
+        _config(256, 128, 64, 8, 3, 8),
+        _config(128, 128, 64, 8, 4, 8),
+        _config(128, 128, 64, 8, 4, 4),
+        _config(64, 256, 32, 8, 4, 4),
+        _config(128, 64, 32, 8, 4, 4),
+        _config(64, 128, 32, 8, 4, 4),
+        _config(128, 32, 32, 8, 4, 4),
+        _config(64, 32, 32, 8, 5, 2),
+        _config(32, 64, 32, 8, 5, 2),
+        # fp8: deeper K tiles keep the tensor cores fed.
+        _config(128, 256, 128, 8, 3, 8),
+        _config(256, 128, 128, 8, 3, 8),
+        _config(128, 128, 128, 8, 4, 8),
+    ]
+
+
+def _shared_bytes(bm, bn, bk, stages, itemsize) -> int:
+    return (bm * bk + bk * bn) * itemsize * stages
+
+
+# Shared memory per block on sm_80 (163 KiB) is the tighter bound of the two targets we tune for;
+# sm_90 has 227 KiB, so let a few larger configs through there via autotune's OutOfResources skip.
+_SMEM_BUDGET = 227 * 1024
+
+
+def _prune_configs(configs, named_args, **kwargs):
+    """Drop configs that cannot fit or cannot pay off for this problem (fewer to time)."""
+    if len(configs) <= 1:
+        return configs
+    a = named_args["a_ptr"]
+    itemsize = a.element_size()
+    M, N, K = named_args["M"], named_args["N"], named_args["K"]
+    kept = []
+    for cfg in configs:
+        bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"))
+        if _shared_bytes(bm, bn, bk, cfg.num_stages, itemsize) > _SMEM_BUDGET:
+            continue
+        if itemsize == 1 and bk < 64:  # fp8 wants K tiles of at least 64 bytes... and 128 is better
+            continue
+        if itemsize > 1 and bk > 64:
+            continue
+        # Tiles far larger than the problem only waste work.
+        if bm > 2 * max(M, 16) or bn > 2 * max(N, 16) or bk > 2 * max(K, 16):
+            continue
+        kept.append(cfg)
+    return kept or configs[-1:]
+
+
+def tma_persistent_configs() -> list:
+    """Autotuning space of the Hopper TMA persistent kernel (tutorial 09)."""
+    hook = _tma_set_block_shapes
+    if is_interpreting():
+        return [
+            triton.Config(
+                {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4,
+                 "EPILOGUE_SUBTILE": True},
+                num_stages=1, num_warps=4, pre_hook=hook,
+            )
+        ]
+    configs = []
+    for bm, bn, bk, stages, warps, subtile in [
+        (128, 256, 64, 3, 8, True),
+        (128, 256, 64, 4, 8, True),
+        (128, 128, 64, 4, 8, False),
+        (128, 128, 64, 5, 4, False),
+        (128, 256, 128, 3, 8, True),  # fp8
+        (128, 128, 128, 4, 8, False),  # fp8
+        (64, 128, 64, 4, 4, False),
+    ]:
+        configs.append(
+            triton.Config(
+                {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,
+                 "EPILOGUE_SUBTILE": subtile},
+                num_stages=stages, num_warps=warps, pre_hook=hook,
+            )
+        )
+    return configs
+
+
+def _prune_tma_configs(configs, named_args, **kwargs):
+    if len(configs) <= 1:
+        return configs
+    itemsize = named_args["a_desc"].base.element_size()
+    M, N = named_args["M"], named_args["N"]
+    kept = []
+    for cfg in configs:
+        bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"))
+        if (itemsize == 1) != (bk == 128):
+            continue
+        if bm > 2 * max(M, 64) or bn > 2 * max(N, 64):
+            continue
+        c_tile = bm * (bn // 2 if cfg.kwargs["EPILOGUE_SUBTILE"] else bn) * 2
+        if _shared_bytes(bm, bn, bk, cfg.num_stages, itemsize) + c_tile > _SMEM_BUDGET:
+            continue
+        kept.append(cfg)
+    return kept or configs[-1:]
+
+
+def _tma_set_block_shapes(nargs):
+    """Autotune pre-hook: a descriptor's block shape must match the config being tried."""
+    bm, bn, bk = nargs["BLOCK_SIZE_M"], nargs["BLOCK_SIZE_N"], nargs["BLOCK_SIZE_K"]
+    nargs["a_desc"].block_shape = [bm, bk]
+    nargs["b_desc"].block_shape = [bn, bk] if nargs["B_K_MAJOR"] else [bk, bn]
+    nargs["c_desc"].block_shape = [bm, bn // 2] if nargs["EPILOGUE_SUBTILE"] else [bm, bn]
+
+
+# --------------------------------------------------------------------------- kernels
+
+
+@triton.jit
+def _grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
+    """Map a linear tile id to (pid_m, pid_n), GROUP_SIZE_M tile rows at a time (L2 reuse)."""
+    num_pid_in_group = GROUP_SIZE_M * num_pid_n
+    group_id = tile_id // num_pid_in_group
+    first_pid_m = group_id * GROUP_SIZE_M
+    group_size_m = tl.minimum(num_pid_m - first_pid_m, GROUP_SIZE_M)
+    pid_m = first_pid_m + ((tile_id % num_pid_in_group) % group_size_m)
+    pid_n = (tile_id % num_pid_in_group) // group_size_m
+    return pid_m, pid_n
+
+
+@triton.autotune(
+    configs=matmul_configs(),
+    key=["M", "N", "K", "ALLOW_TF32"],
+    prune_configs_by={"early_config_prune": _prune_configs},
+)
+@triton.jit
+def _matmul_kernel(
+    a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr,
+    M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    HAS_SCALES: tl.constexpr,
+    ALLOW_TF32: tl.constexpr,
+    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
+):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    pid_m, pid_n = _grouped_tile(pid, num_pid_m, num_pid_n, GROUP_SIZE_M)
+
+    # Rows/columns past the edge are wrapped onto valid ones (their results are never stored),
+    # so A and B loads need a mask only along K.
+    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    offs_k = tl.arange(0, BLOCK_SIZE_K)
+    a_ptrs = a_ptr + offs_am[:, None].to(tl.int64) * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :].to(tl.int64) * stride_bn
+
+    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        k_left = K - k * BLOCK_SIZE_K
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
+        if _WIDEN_DOT_OPERANDS:
+            a, b = a.to(tl.float32), b.to(tl.float32)
+        if ALLOW_TF32:
+            accumulator = tl.dot(a, b, accumulator, input_precision="tf32")
+        else:
+            accumulator = tl.dot(a, b, accumulator, input_precision="ieee")
+        a_ptrs += BLOCK_SIZE_K * stride_ak
+        b_ptrs += BLOCK_SIZE_K * stride_bk
+
+    if HAS_SCALES:
+        accumulator = accumulator * (tl.load(scale_a_ptr) * tl.load(scale_b_ptr))
+    c = accumulator.to(c_ptr.dtype.element_ty)
+
+    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    c_ptrs = c_ptr + offs_cm[:, None].to(tl.int64) * stride_cm + offs_cn[None, :] * stride_cn
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@triton.autotune(
+    configs=tma_persistent_configs(),
+    key=["M", "N", "K", "B_K_MAJOR"],
+    prune_configs_by={"early_config_prune": _prune_tma_configs},
+)
+@triton.jit
+def _matmul_kernel_tma_persistent(
+    a_desc, b_desc, c_desc, scale_a_ptr, scale_b_ptr,
+    M, N, K,
+    HAS_SCALES: tl.constexpr,
+    B_K_MAJOR: tl.constexpr,
+    NUM_SMS: tl.constexpr,
+    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    GROUP_SIZE_M: tl.constexpr,
+    EPILOGUE_SUBTILE: tl.constexpr,
+):
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
+    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
+    k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
+    num_tiles = num_pid_m * num_pid_n
+    if HAS_SCALES:
+        scale = tl.load(scale_a_ptr) * tl.load(scale_b_ptr)
+
+    # TMA zero-fills out-of-bounds reads and clips out-of-bounds writes: no masks needed.
+    for tile_id in tl.range(start_pid, num_tiles, NUM_SMS, flatten=True):
+        pid_m, pid_n = _grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M)
+        offs_m = pid_m * BLOCK_SIZE_M
+        offs_n = pid_n * BLOCK_SIZE_N
+        accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            offs_k = ki * BLOCK_SIZE_K
+            a = a_desc.load([offs_m, offs_k])
+            if B_K_MAJOR:
+                b = b_desc.load([offs_n, offs_k]).T
+            else:
+                b = b_desc.load([offs_k, offs_n])
+            if _WIDEN_DOT_OPERANDS:
+                a, b = a.to(tl.float32), b.to(tl.float32)
+            accumulator = tl.dot(a, b, accumulator)
+        if HAS_SCALES:
+            accumulator = accumulator * scale
+        if EPILOGUE_SUBTILE:
+            acc = tl.reshape(accumulator, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2))
+            acc = tl.permute(acc, (0, 2, 1))
+            acc0, acc1 = tl.split(acc)
+            c_desc.store([offs_m, offs_n], acc0.to(c_desc.dtype))
+            c_desc.store([offs_m, offs_n + BLOCK_SIZE_N // 2], acc1.to(c_desc.dtype))
+        else:
+            c_desc.store([offs_m, offs_n], accumulator.to(c_desc.dtype))
+
+
+# --------------------------------------------------------------------------- launchers
+
+_FLOAT_DTYPES = ("float32", "float16", "bfloat16")
+_FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+
+
+def _torch_dtypes(names):
+    import torch
+
+    return tuple(getattr(torch, n) for n in names if hasattr(torch, n))
+
+
+def _check_operands(kernel: str, a, b, dtypes) -> None:
+    check_tensor(kernel, "a", a, dtypes=dtypes, ndim=2, last_dim_contiguous=False)
+    check_tensor(kernel, "b", b, dtypes=dtypes, ndim=2, last_dim_contiguous=False)
+    check_same_device(kernel, a=a, b=b)
+    check_device_runs_triton(kernel, a)
+    if a.dtype != b.dtype and not (a.dtype.itemsize == 1 and b.dtype.itemsize == 1):
+        raise ValueError(f"{kernel}: a is {a.dtype} but b is {b.dtype}; cast one so they match")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"{kernel}: inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)} "
+            f"(a.shape[1] must equal b.shape[0])"
+        )
+    for name, t in (("a", a), ("b", b)):
+        if t.numel() and t.stride(0) != 1 and t.stride(1) != 1:
+            raise ValueError(
+                f"{kernel}: {name} has strides {t.stride()}; it must be row-major or column-major "
+                f"(pass {name}.contiguous())"
+            )
+
+
+def _tma_usable(a, b, c) -> bool:
+    """The Hopper path: Triton has host TMA descriptors, an sm_90 GPU, 16-byte aligned rows."""
+    import torch
+
+    if TensorDescriptor is None or a.device.type != "cuda":
+        return False
+    if torch.cuda.get_device_capability(a.device)[0] != 9 or a.dtype == torch.float32:
+        return False
+    if a.stride(1) != 1 or c.stride(1) != 1 or min(b.stride()) != 1:
+        return False
+    for t in (a, b, c):
+        if t.data_ptr() % 16 or any((s * t.element_size()) % 16 for s in t.stride() if s != 1):
+            return False
+    return True
+
+
+def _num_sms(device) -> int:
+    import torch
+
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def _launch_pointer(a, b, c, scale_a=None, scale_b=None) -> None:
+    import torch
+
+    M, K = a.shape
+    N = b.shape[1]
+    allow_tf32 = a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
+    has_scales = scale_a is not None
+    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
+    _matmul_kernel[grid](
+        a, b, c, scale_a if has_scales else c, scale_b if has_scales else c,
+        M, N, K,
+        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        HAS_SCALES=has_scales, ALLOW_TF32=allow_tf32,
+    )
+
+
+def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int | None = None) -> None:
+    """Hopper persistent TMA matmul. ``num_sms`` defaults to the device's SM count."""
+    if TensorDescriptor is None:
+        raise RuntimeError("this Triton has no triton.tools.tensor_descriptor; use the pointer path")
+    M, K = a.shape
+    N = b.shape[1]
+    if num_sms is None:
+        num_sms = _num_sms(a.device)
+    b_k_major = b.stride(0) == 1 and b.shape[0] > 1
+    # Block shapes are placeholders; the autotune pre-hook sets the real ones per config.
+    a_desc = TensorDescriptor.from_tensor(a, [16, 16])
+    b_desc = TensorDescriptor.from_tensor(b.t() if b_k_major else b, [16, 16])
+    c_desc = TensorDescriptor.from_tensor(c, [16, 16])
+    has_scales = scale_a is not None
+    grid = lambda meta: (
+        min(num_sms, triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"])),
+    )
+    _matmul_kernel_tma_persistent[grid](
+        a_desc, b_desc, c_desc, scale_a if has_scales else c, scale_b if has_scales else c,
+        M, N, K,
+        HAS_SCALES=has_scales, B_K_MAJOR=b_k_major, NUM_SMS=num_sms,
+    )
+
+
+def matmul(a, b, *, out_dtype=None):
+    """``a @ b`` for 2-D fp32/fp16/bf16 tensors with fp32 accumulation.
+
+    ``out_dtype`` defaults to the input dtype. A and B may each be row- or column-major.
+    """
+    import torch
+
+    _check_operands("matmul", a, b, _torch_dtypes(_FLOAT_DTYPES))
+    out_dtype = a.dtype if out_dtype is None else out_dtype
+    if out_dtype not in _torch_dtypes(_FLOAT_DTYPES):
+        raise ValueError(f"matmul: out_dtype {out_dtype} is not one of float32, float16, bfloat16")
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=out_dtype)
+    if M == 0 or N == 0:
+        return c
+    if K == 0:
+        return c.zero_()
+    if _tma_usable(a, b, c):
+        _launch_tma_persistent(a, b, c)
+    else:
+        _launch_pointer(a, b, c)
+    return c
+
+
+def matmul_fp8(a, b, scale_a, scale_b, *, out_dtype=None):
+    """``(a @ b) * scale_a * scale_b`` for fp8 (e4m3/e5m2) a and b, fp32 accumulation.
+
+    ``scale_a``/``scale_b`` are per-tensor fp32 scales (one element each), the convention of
+    ``torch._scaled_mm``. ``out_dtype`` defaults to bfloat16. B is best column-major
+    (``b = b_t.t()`` with ``b_t`` contiguous [N, K]).
+    """
+    import torch
+
+    _check_operands("matmul_fp8", a, b, _torch_dtypes(_FP8_DTYPES))
+    out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
+    if out_dtype not in _torch_dtypes(_FLOAT_DTYPES):
+        raise ValueError(
+            f"matmul_fp8: out_dtype {out_dtype} is not one of float32, float16, bfloat16"
+        )
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(s, torch.Tensor) or s.numel() != 1 or s.dtype != torch.float32:
+            raise ValueError(
+                f"matmul_fp8: {name} must be a one-element float32 tensor (a per-tensor scale), "
+                f"got {s!r:.60}"
+            )
+        if s.device != a.device:
+            raise ValueError(f"matmul_fp8: {name} is on {s.device} but a is on {a.device}")
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty((M, N), device=a.device, dtype=out_dtype)
+    if M == 0 or N == 0:
+        return c
+    if K == 0:
+        return c.zero_()
+    scale_a, scale_b = scale_a.reshape(1), scale_b.reshape(1)
+    if _tma_usable(a, b, c):
+        _launch_tma_persistent(a, b, c, scale_a, scale_b)
+    else:
+        _launch_pointer(a, b, c, scale_a, scale_b)
+    return c
+
+
+# --------------------------------------------------------------------------- references, models
+
+
+def reference(a, b, *, out_dtype=None):
+    """``a @ b`` computed in fp64 on the inputs' values, cast to ``out_dtype`` (default a's)."""
+    out_dtype = a.dtype if out_dtype is None else out_dtype
+    return (a.double() @ b.double()).to(out_dtype)
+
+
+def reference_fp8(a, b, scale_a, scale_b, *, out_dtype=None):
+    import torch
+
+    out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
+    scale = scale_a.double().reshape(()) * scale_b.double().reshape(())
+    return ((a.double() @ b.double()) * scale).to(out_dtype)
+
+
+def flops(M: int, N: int, K: int) -> int:
+    return 2 * M * N * K
+
+
+def bytes(M: int, N: int, K: int, itemsize: int, out_itemsize: int | None = None) -> int:
+    """Compulsory traffic: read A and B once, write C once."""
+    out_itemsize = itemsize if out_itemsize is None else out_itemsize
+    return (M * K + K * N) * itemsize + M * N * out_itemsize
+
+
+#: (M, N, K) worth testing for correctness: edges, primes, sizes no block divides.
+CORRECTNESS_SHAPES = [
+    (1, 1, 1),
+    (1, 64, 32),
+    (17, 13, 29),
+    (31, 97, 65),
+    (64, 64, 64),
+    (100, 37, 131),
+]
+
+#: LLM projection shapes (tokens, out features, in features): Llama-3-8B/70B QKV, MLP, output.
+LLM_SHAPES = [
+    (4096, 6144, 4096),  # 8B fused QKV
+    (4096, 28672, 4096),  # 8B gate+up
+    (4096, 4096, 14336),  # 8B down
+    (8192, 10240, 8192),  # 70B fused QKV
+    (8192, 8192, 28672),  # 70B down
+]
+
+
+__all__ = [
+    "matmul", "matmul_fp8", "reference", "reference_fp8", "flops", "bytes",
+    "matmul_configs", "tma_persistent_configs", "CORRECTNESS_SHAPES", "LLM_SHAPES",
+]
+
