@@ -140,14 +140,18 @@ class Telemetry:
         self._started = (nvml, handle, _snapshot(nvml, handle), _violation_ns(nvml, handle))
 
     def stop(self, calls: int) -> dict:
-        """The ``telemetry`` field; ``calls`` is how many kernel calls ran since start()."""
+        """The ``telemetry`` field; ``calls`` is how many kernel calls ran since start().
+
+        ``calls=0`` is allowed (stop() often runs in a ``finally`` after a failed measurement,
+        where raising would hide the real error): the per-call energy is then None.
+        """
         if self._unavailable is not None:
             return {"available": False, "reason": self._unavailable}
         if self._started is None:
             raise RuntimeError("Telemetry.stop() called without Telemetry.start()")
-        if not isinstance(calls, int) or calls <= 0:
-            raise ValueError(f"Telemetry.stop(calls=...) needs the positive number of calls "
-                             f"measured, got {calls!r}")
+        if not isinstance(calls, int) or calls < 0:
+            raise ValueError(f"Telemetry.stop(calls=...) needs the number of calls measured "
+                             f"(0 or more), got {calls!r}")
         nvml, handle, before, violations_before = self._started
         self._started = None
         after, violations_after = _snapshot(nvml, handle), _violation_ns(nvml, handle)
@@ -169,7 +173,8 @@ class Telemetry:
             "before": before,
             "after": after,
             "energy_j": energy_j,
-            "energy_j_per_call": None if energy_j is None else energy_j / calls,
+            # no calls (a benchmark that failed before measuring): no per-call figure
+            "energy_j_per_call": None if energy_j is None or not calls else energy_j / calls,
             "violation_ms": violation_ms,
             "throttled": bool(throttle_reasons),
             "throttle_reasons": throttle_reasons,

@@ -157,8 +157,16 @@ def test_misuse_is_reported(install):
         telemetry.Telemetry().stop(calls=1)
     probe = telemetry.Telemetry()
     probe.start()
-    with pytest.raises(ValueError, match="positive number of calls"):
-        probe.stop(calls=0)
+    with pytest.raises(ValueError, match="number of calls measured"):
+        probe.stop(calls=-1)
+
+
+def test_stop_after_a_failed_measurement_has_no_per_call_energy(install):
+    install(fake_pynvml(steady_readings()))
+    probe = telemetry.Telemetry()
+    probe.start()
+    record = probe.stop(calls=0)
+    assert record["energy_j"] == pytest.approx(650.0) and record["energy_j_per_call"] is None
 
 
 def test_reason_mask_decoding():
