@@ -14,7 +14,6 @@ from typing import Any, Callable
 
 import pytest
 
-from pytest_tesserabench import accuracy, sampling, timing
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.precision import Precision
 
@@ -62,6 +61,8 @@ class Bench:
             if value is not None and (not isinstance(value, numbers.Real) or value < 0 or not math.isfinite(value)):
                 raise BenchUsageError(f"bench({label}={value!r}): expected a non-negative number of {label}")
 
+        from pytest_tesserabench import sampling, timing  # numpy/scipy only once measuring starts
+
         session = self._session
         with session.capture_kernels() as launches:
             result = fn(*args, **kwargs)  # an exception propagates: the test errors, nothing is recorded
@@ -87,7 +88,7 @@ class Bench:
         self._results[id(result)] = name
         return result
 
-    def _record(self, name, m: sampling.Measurement, flops, nbytes) -> dict:
+    def _record(self, name, m, flops, nbytes) -> dict:
         summary = m.summary()
         median_s = summary["median_ms"] / 1e3
         record = {
@@ -123,6 +124,8 @@ class Bench:
 
         Runs with or without ``--bench``: a benchmark doubles as a correctness test.
         """
+        from pytest_tesserabench import accuracy
+
         result = accuracy.compare(actual, expected, precision)
         label = self._results.get(id(actual), next(iter(self.records), None))
         if label in self.records:

@@ -21,15 +21,22 @@ class SettingsError(ValueError):
     """A bad option value; the message names the option, its source and the fix."""
 
 
+def _float(text: str, expected: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise ValueError(f"must be {expected}") from None
+
+
 def _positive_float(text: str) -> float:
-    value = float(text)
+    value = _float(text, "a positive number")
     if not math.isfinite(value) or value <= 0:
         raise ValueError("must be a positive number")
     return value
 
 
 def _non_negative_float(text: str) -> float:
-    value = float(text)
+    value = _float(text, "zero or a positive number")
     if not math.isfinite(value) or value < 0:
         raise ValueError("must be zero or a positive number")
     return value
@@ -47,14 +54,14 @@ def _positive_int(text: str) -> int:
 
 def _percent(text: str) -> float:
     """'5', '5%' or '2.5' -> a fraction (0.05, 0.025)."""
-    value = float(str(text).strip().rstrip("%"))
+    value = _float(str(text).strip().rstrip("%"), "a percentage between 0 and 100, like 5 or 5%")
     if not math.isfinite(value) or value <= 0 or value >= 100:
         raise ValueError("must be a percentage between 0 and 100, like 5 or 5%")
     return value / 100.0
 
 
 def _fraction(text: str) -> float:
-    value = float(text)
+    value = _float(text, "a number strictly between 0 and 1, like 0.01")
     if not 0 < value < 1:
         raise ValueError("must be a number strictly between 0 and 1, like 0.01")
     return value

@@ -42,7 +42,8 @@ class CpuTimer:
         return (time.perf_counter_ns() - t0) * 1e-9
 
     def calibrate(self, seconds_per_call: float) -> None:
-        self.inner = max(1, math.ceil(self.MIN_SAMPLE_S / max(seconds_per_call, 1e-9)))
+        # (the 1e-9 keeps float noise like 200.00000000000003 from adding a call)
+        self.inner = max(1, math.ceil(self.MIN_SAMPLE_S / max(seconds_per_call, 1e-9) - 1e-9))
 
     def round(self, samples: int) -> list[float]:
         call, inner = self.call, self.inner

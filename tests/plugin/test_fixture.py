@@ -1,0 +1,183 @@
+"""The bench fixture: a plain call without --bench, a measurement with it."""
+
+import json
+
+import pytest
+
+
+def test_without_bench_calls_once_and_returns(pytester):
+    pytester.makepyfile("""
+        calls = []
+        def f(x, *, y):
+            calls.append(1)
+            return x + y
+        def test_a(bench):
+            assert bench(f, 1, y=2, flops=10, name="n") == 3
+            assert calls == [1]
+            assert not bench.enabled and bench.records == {}
+    """)
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_with_bench_measures_and_records(pytester, fast, tmp_path):
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        calls = []
+        def f(n):
+            calls.append(1)
+            return sum(range(n))
+        def test_a(bench):
+            assert bench(f, 1000, flops=2000, bytes=8000) == 499500
+            bench(f, 10, name="small")
+            bench.extra_info["note"] = "kept"
+            assert len(calls) > 10
+    """)
+    result = pytester.runpytest("--bench", f"--bench-json={out}", *fast)
+    result.assert_outcomes(passed=1)
+    run = json.loads(out.read_text())
+    assert run["schema"] == 1 and run["machine"] and run["started"].endswith("Z")
+    ids = sorted(run["benchmarks"])
+    assert ids == ["test_with_bench_measures_and_records.py::test_a",
+                   "test_with_bench_measures_and_records.py::test_a::small"]
+    rec = run["benchmarks"][ids[0]]
+    stats = rec["stats"]
+    for key in ("median_ms", "ci95_ms", "mean_ms", "min_ms", "max_ms", "iqr_ms", "stdev_ms", "cv", "rounds", "noisy"):
+        assert key in stats
+    assert stats["rounds"] == len(rec["rounds_ms"]) >= 3
+    assert len(rec["samples_ms"]) >= stats["rounds"]
+    assert stats["ci95_ms"][0] <= stats["median_ms"] <= stats["ci95_ms"][1]
+    assert rec["timer"] == "cpu" and rec["flops"] == 2000 and rec["bytes"] == 8000
+    assert rec["tflops"] == pytest.approx(2000 / (stats["median_ms"] / 1e3) / 1e12)
+    assert rec["gbps"] == pytest.approx(8000 / (stats["median_ms"] / 1e3) / 1e9)
+    assert rec["extra_info"] == {"note": "kept"}
+    assert rec["group"] == "test_with_bench_measures_and_records.py::test_a"
+
+
+def test_two_unlabelled_calls_are_refused(pytester, fast):
+    pytester.makepyfile("""
+        def test_a(bench):
+            bench(sum, [1])
+            bench(sum, [2])
+    """)
+    result = pytester.runpytest("--bench", *fast)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*already called with name=None*give each measured call its own name=*"])
+
+
+def test_non_callable_is_refused_with_a_hint(pytester):
+    pytester.makepyfile("""
+        def test_a(bench):
+            bench(sum([1, 2]))
+    """)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*expects a function to measure*got int 3*not bench(fn(*args))*"])
+
+
+def test_bad_flops_is_refused(pytester, fast):
+    pytester.makepyfile("""
+        def test_a(bench):
+            bench(sum, [1], flops=-5)
+    """)
+    result = pytester.runpytest("--bench", *fast)
+    result.stdout.fnmatch_lines(["*bench(flops=-5): expected a non-negative number of flops*"])
+
+
+def test_a_function_that_raises_errors_the_test_and_records_nothing(pytester, fast, tmp_path):
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        def boom():
+            raise KeyError("kernel exploded")
+        def test_ok(bench):
+            bench(sum, [1])
+        def test_bad(bench):
+            bench(boom)
+    """)
+    result = pytester.runpytest("--bench", f"--bench-json={out}", *fast)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*KeyError: 'kernel exploded'*"])
+    assert list(json.loads(out.read_text())["benchmarks"]) == ["test_a_function_that_raises_errors_the_test_and_records_nothing.py::test_ok"]
+
+
+def test_check_accuracy_records_and_asserts(pytester, fast, tmp_path):
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        import numpy as np
+        def test_close(bench):
+            x = bench(np.add, np.ones(8), 1e-6)
+            bench.check_accuracy(x, np.ones(8), "fp32")
+        def test_far(bench):
+            x = bench(np.add, np.ones(8), 0.5)
+            bench.check_accuracy(x, np.ones(8), "bf16")
+    """)
+    result = pytester.runpytest("--bench", f"--bench-json={out}", *fast)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*accuracy check failed for precision bf16: 8 of 8 elements*max abs error 0.5*"])
+    rec = json.loads(out.read_text())["benchmarks"]["test_check_accuracy_records_and_asserts.py::test_close"]
+    assert rec["accuracy"]["max_abs"] == pytest.approx(1e-6, rel=1e-3)
+
+
+def test_check_accuracy_also_runs_without_bench(pytester):
+    pytester.makepyfile("""
+        def test_far(bench):
+            bench.check_accuracy([1.0, 2.0], [1.0, 3.0], "fp16")
+    """)
+    pytester.runpytest().assert_outcomes(failed=1)
+
+
+def test_marker_overrides_budget_and_group(pytester, tmp_path):
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench(min_rounds=7, max_time=0.01, warmup=0, group="sums")
+        def test_a(bench):
+            bench(sum, [1, 2, 3])
+    """)
+    pytester.runpytest("--bench", f"--bench-json={out}").assert_outcomes(passed=1)
+    rec = json.loads(out.read_text())["benchmarks"]["test_marker_overrides_budget_and_group.py::test_a"]
+    assert rec["stats"]["rounds"] >= 7 and rec["group"] == "sums"
+
+
+def test_bad_marker_argument_fails_with_its_name(pytester, fast):
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench(max_tim=3)
+        def test_a(bench):
+            bench(sum, [1])
+    """)
+    result = pytester.runpytest("--bench", *fast)
+    result.stdout.fnmatch_lines(["*@pytest.mark.bench on *test_a: unknown argument(s) max_tim*"])
+
+
+def test_require_is_a_noop_on_cpu_timers_but_recorded(pytester, fast, tmp_path):
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        import time
+        def test_a(bench):
+            bench(time.sleep, 0.001)
+            bench(sum, [1], name="fast")
+            bench.require(at_least=0.9, relative_to="fast")   # far slower, but timed on the CPU
+    """)
+    pytester.runpytest("--bench", f"--bench-json={out}", *fast).assert_outcomes(passed=1)
+    rec = json.loads(out.read_text())["benchmarks"]["test_require_is_a_noop_on_cpu_timers_but_recorded.py::test_a"]
+    (target,) = rec["targets"]
+    assert target["checked"] is False and target["met"] is False and target["ratio"] < 0.1
+
+
+def test_require_names_a_missing_call(pytester, fast):
+    pytester.makepyfile("""
+        def test_a(bench):
+            bench(sum, [1])
+            bench.require(at_least=1, relative_to="torch")
+    """)
+    result = pytester.runpytest("--bench", *fast)
+    result.stdout.fnmatch_lines(["*no measured call named 'torch'*"])
+
+
+def test_forcing_a_cuda_timer_without_cuda_tensors_is_explained(pytester, fast):
+    pytester.makepyfile("""
+        def test_a(bench):
+            bench(sum, [1])
+    """)
+    result = pytester.runpytest("--bench", "--bench-timer=cuda_event", *fast)
+    result.stdout.fnmatch_lines(["*timer cuda_event needs CUDA tensors*--bench-timer=auto or cpu*"])

@@ -1,0 +1,100 @@
+"""bench_sizes and bench_precision become parameters with readable ids; bad arguments are
+collection errors naming the culprit."""
+
+import pytest
+
+
+def test_sizes_cartesian_product_with_readable_ids(pytester):
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench_sizes(M=[1, 2], N=[3])
+        def test_a(M, N):
+            assert N == 3
+    """)
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*test_a[[]M=1-N=3[]]", "*test_a[[]M=2-N=3[]]"])
+
+
+def test_sizes_explicit_points(pytester):
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench_sizes([{"M": 1, "K": 8}, {"M": 4, "K": 2}])
+        def test_a(M, K):
+            assert M * K == 8
+    """)
+    pytester.runpytest("-v").assert_outcomes(passed=2)
+
+
+def test_sizes_with_precision_and_parametrize(pytester):
+    pytester.makepyfile("""
+        import pytest
+        from pytest_tesserabench import Precision
+        @pytest.mark.parametrize("causal", [True])
+        @pytest.mark.bench_precision("fp16", "fp8_e4m3@accum(fp32)", "fp16@accum(fp16)")
+        @pytest.mark.bench_sizes(S=[128])
+        def test_a(S, causal, precision):
+            assert isinstance(precision, Precision)
+    """)
+    result = pytester.runpytest("--collect-only", "-q")
+    result.stdout.fnmatch_lines([
+        "*test_a[[]S=128-fp16-True[]]",
+        "*test_a[[]S=128-fp8_e4m3-True[]]",
+        "*test_a[[]S=128-fp16@accum(fp16)-True[]]",
+    ])
+
+
+def test_unknown_size_axis_is_a_collection_error_naming_it(pytester):
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench_sizes(M=[1], K=[2])
+        def test_a(M):
+            pass
+    """)
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(["*bench_sizes on *test_a: K is not an argument of the test*"])
+    assert "Traceback" not in result.stdout.str()
+
+
+def test_points_with_different_keys_are_refused(pytester):
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench_sizes([{"M": 1}, {"N": 2}])
+        def test_a(M, N):
+            pass
+    """)
+    pytester.runpytest().stdout.fnmatch_lines(["*point 1 has keys [[]'N'[]]*every point needs the same keys*"])
+
+
+def test_unknown_precision_is_a_collection_error(pytester):
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench_precision("bf16", "fp4")
+        def test_a(precision):
+            pass
+    """)
+    result = pytester.runpytest()
+    result.stdout.fnmatch_lines(["*bench_precision on *test_a: unknown storage type 'fp4'*choose one of fp32, tf32*"])
+
+
+def test_precision_marker_needs_the_argument(pytester):
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench_precision("bf16")
+        def test_a():
+            pass
+    """)
+    pytester.runpytest().stdout.fnmatch_lines(["*the test has no `precision` argument*"])
+
+
+def test_markers_are_registered(pytester):
+    pytester.makeini("[pytest]\naddopts = --strict-markers\n")
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench(max_time=1)
+        @pytest.mark.bench_sizes(n=[1])
+        @pytest.mark.bench_precision("fp32")
+        def test_a(n, precision):
+            pass
+    """)
+    pytester.runpytest().assert_outcomes(passed=1)

@@ -1,0 +1,40 @@
+import pytest
+
+from pytest_tesserabench.precision import Precision, PrecisionError
+
+
+@pytest.mark.parametrize("text, storage, accum, canonical", [
+    ("bf16", "bf16", "fp32", "bf16"),
+    ("fp8_e4m3@accum(fp32)", "fp8_e4m3", "fp32", "fp8_e4m3"),
+    ("fp16@accum(fp16)", "fp16", "fp16", "fp16@accum(fp16)"),
+    (" TF32 ", "tf32", "fp32", "tf32"),
+])
+def test_grammar(text, storage, accum, canonical):
+    p = Precision.parse(text)
+    assert (p.storage, p.accum, str(p)) == (storage, accum, canonical)
+    assert Precision.parse(str(p)) == p
+
+
+@pytest.mark.parametrize("text, message", [
+    ("fp4", "unknown storage type 'fp4'"),
+    ("bf16@accum(bf16)", "unknown accumulator 'bf16'"),
+    ("bf16@acc(fp32)", "does not match <storage>"),
+    ("", "does not match"),
+])
+def test_bad_policies(text, message):
+    with pytest.raises(PrecisionError, match=message.replace("(", r"\(")):
+        Precision.parse(text)
+
+
+def test_itemsize_and_tolerances_follow_storage():
+    assert [Precision.parse(s).itemsize for s in ("fp32", "tf32", "bf16", "fp16", "fp8_e5m2")] == [4, 4, 2, 2, 1]
+    assert Precision.parse("fp32").rtol < Precision.parse("bf16").rtol < Precision.parse("fp8_e4m3").rtol
+    assert Precision.parse("fp16@accum(fp16)").rtol >= Precision.parse("fp16").rtol
+
+
+def test_device_support():
+    fp8 = Precision.parse("fp8_e4m3")
+    assert fp8.unsupported_reason((8, 0)) == "precision fp8_e4m3 needs sm_89 or newer; this GPU is sm_80"
+    assert fp8.unsupported_reason((9, 0)) is None
+    assert Precision.parse("bf16").unsupported_reason((7, 5)) is not None
+    assert fp8.unsupported_reason(None) is None  # CPU/interpreter emulates every type

@@ -1,0 +1,34 @@
+"""The terminal summary and its compact form."""
+
+from pytest_tesserabench.report.terminal import format_time, relative_speeds, render_summary, row_label
+
+
+def record(id_, name, median, group="g", tflops=None, timer="cpu"):
+    return {"id": id_ if name is None else f"{id_}::{name}", "name": name, "group": group, "timer": timer,
+            "tflops": tflops, "gbps": None,
+            "stats": {"median_ms": median, "ci95_ms": [median * 0.99, median * 1.01], "min_ms": median * 0.9,
+                      "iqr_ms": median * 0.02, "rounds": 7, "noisy": False}}
+
+
+def test_format_time_picks_units():
+    assert [format_time(x) for x in (2500.0, 1.5, 0.0042, 0.0000031)] == ["2.5 s", "1.5 ms", "4.2 us", "3.1 ns"]
+
+
+def test_row_labels_and_relative_speed():
+    recs = [record("t.py::test_mm[M=64-bf16]", None, 2.0, tflops=10.0), record("t.py::test_mm[M=64-bf16]", "torch", 1.0)]
+    assert [row_label(r) for r in recs] == ["M=64-bf16", "M=64-bf16 · torch"]
+    assert relative_speeds(recs) == {recs[0]["id"]: 1.0, recs[1]["id"]: 2.0}
+
+
+def test_table_per_group():
+    recs = {r["id"]: r for r in (record("a.py::t[1]", None, 1.0, group="A", tflops=3.0),
+                                 record("b.py::u", None, 2.0, group="B", timer="interpreter"))}
+    text = render_summary(recs, width=140)
+    assert text.index("A") < text.index("B")
+    assert "TFLOP/s" in text and "3" in text and "interpreter, not gated" in text and "±95%" in text
+
+
+def test_quiet_is_one_line_per_benchmark():
+    recs = {r["id"]: r for r in (record("a.py::t", None, 1.0), record("a.py::t", "x", 2.0))}
+    lines = render_summary(recs, quiet=True).splitlines()
+    assert lines == ["a.py::t  1 ms ±1.0%", "a.py::t::x  2 ms ±1.0%"]

@@ -1,0 +1,100 @@
+"""The sampling plan, driven by a fake timer on a fake clock (no real time, no flakiness)."""
+
+import numpy as np
+import pytest
+
+from pytest_tesserabench import sampling
+from pytest_tesserabench.timing import CpuTimer
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class FakeTimer:
+    """Each call 'takes' per_call seconds of fake time; samples come from a seeded distribution."""
+
+    name = "fake"
+
+    def __init__(self, clock, per_call=1e-3, spread=0.0, seed=0):
+        self.clock, self.per_call, self.spread = clock, per_call, spread
+        self.rng = np.random.default_rng(seed)
+        self.inner = 1
+        self.warmups = 0
+
+    def time_once(self):
+        self.warmups += 1
+        self.clock.now += self.per_call
+        return self.per_call
+
+    def calibrate(self, seconds_per_call):
+        self.inner = 1
+
+    def round(self, samples):
+        self.clock.now += samples * self.per_call
+        noise = self.rng.lognormal(0.0, self.spread, size=samples) if self.spread else np.ones(samples)
+        return list(self.per_call * 1e3 * noise)
+
+
+def test_warm_up_is_by_time():
+    clock = FakeClock()
+    timer = FakeTimer(clock, per_call=0.01)
+    sampling.measure(timer, sampling.Budget(warmup=0.095, max_time=0.2, min_rounds=3), clock=clock)
+    assert timer.warmups == 10
+
+
+def test_a_steady_workload_converges_at_min_rounds():
+    clock = FakeClock()
+    m = sampling.measure(FakeTimer(clock), sampling.Budget(min_rounds=5, target_ci=0.01), clock=clock)
+    assert (m.stop_reason, m.noisy, len(m.rounds_ms)) == ("converged", False, 5)
+    assert m.samples_per_round == 50  # a round lasts max_time / 20 = 50 ms of 1 ms calls
+
+
+def test_a_noisy_workload_runs_out_of_budget_and_is_marked():
+    clock = FakeClock()
+    timer = FakeTimer(clock, per_call=0.01, spread=0.5)
+    m = sampling.measure(timer, sampling.Budget(max_time=0.5, min_rounds=3, target_ci=0.001), clock=clock)
+    assert m.stop_reason == "max_time" and m.noisy
+    assert 0.5 <= m.elapsed_s < 0.6
+
+
+def test_min_rounds_is_a_floor_even_past_max_time():
+    clock = FakeClock()
+    timer = FakeTimer(clock, per_call=1.0, spread=0.3)  # one call outlasts the whole budget
+    m = sampling.measure(timer, sampling.Budget(max_time=0.1, min_rounds=4, warmup=0), clock=clock)
+    assert len(m.rounds_ms) == 4 and m.samples_per_round == 1
+
+
+def test_rounds_keep_their_medians_and_every_sample():
+    clock = FakeClock()
+    m = sampling.measure(FakeTimer(clock, spread=0.05, seed=3), sampling.Budget(min_rounds=6, target_ci=0.5), clock=clock)
+    per_round = np.array(m.samples_ms).reshape(len(m.rounds_ms), m.samples_per_round)
+    assert np.allclose(np.median(per_round, axis=1), m.rounds_ms)
+
+
+def test_cpu_timer_calibrates_its_inner_loop():
+    timer = CpuTimer(lambda: None)
+    timer.calibrate(1e-7)
+    assert timer.inner == 2000  # 200 us per sample at 100 ns per call
+    samples = timer.round(3)
+    assert len(samples) == 3 and all(s > 0 for s in samples)
+
+
+def test_cpu_timer_turns_gc_off_inside_rounds_only():
+    import gc
+
+    seen = []
+    timer = CpuTimer(lambda: seen.append(gc.isenabled()))
+    timer.round(2)
+    assert seen == [False, False] and gc.isenabled()
+
+
+def test_real_cpu_measurement_of_a_fixed_workload():
+    timer = CpuTimer(lambda: sum(range(2000)))
+    m = sampling.measure(timer, sampling.Budget(max_time=0.2, min_rounds=5, warmup=0.02))
+    s = m.summary()
+    assert s["rounds"] >= 5 and 0 < s["min_ms"] <= s["median_ms"] <= s["max_ms"]

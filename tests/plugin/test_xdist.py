@@ -1,0 +1,57 @@
+"""pytest -n 2 --bench: workers measure, the controller alone reports and writes files."""
+
+import json
+import subprocess
+import sys
+
+
+def test_xdist_results_flow_back_to_the_controller(pytester, fast, tmp_path):
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        import os, time, pytest
+        @pytest.mark.bench_sizes(n=[1, 2, 3, 4])
+        def test_a(bench, n):
+            bench(sum, range(100 * n))
+            bench(sorted, range(50 * n), name="sorted")
+            bench.extra_info["worker"] = os.environ.get("PYTEST_XDIST_WORKER")
+    """)
+    result = pytester.runpytest("-n", "2", "--bench", f"--bench-json={out}", *fast)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*= tesserabench =*", "*n=1 · sorted*"])
+    assert result.stdout.str().count("= tesserabench =") == 1
+    run = json.loads(out.read_text())
+    assert len(run["benchmarks"]) == 8
+    workers = {b["extra_info"]["worker"] for b in run["benchmarks"].values()}
+    assert workers <= {"gw0", "gw1"} and len(workers) == 2
+    assert all(b["samples_ms"] for b in run["benchmarks"].values())
+
+
+def test_measured_sections_never_overlap_across_workers(pytester, tmp_path):
+    log = tmp_path / "spans.txt"
+    pytester.makepyfile(f"""
+        import time, pytest
+        def work():
+            t0 = time.perf_counter()
+            time.sleep(0.002)
+            with open({str(log)!r}, "a") as f:
+                f.write(f"{{t0}} {{time.perf_counter()}}\\n")
+        @pytest.mark.parametrize("i", range(4))
+        def test_a(bench, i):
+            bench(work)
+    """)
+    result = pytester.runpytest("-n", "2", "--bench", "--bench-max-time=0.03", "--bench-warmup=0",
+                                "--bench-min-rounds=3")
+    result.assert_outcomes(passed=4)
+    spans = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
+    # The first call of each test runs outside the lock (it may compile kernels); the calls made
+    # while measuring are serialised, so apart from those first calls no two spans overlap.
+    overlaps = sum(1 for (a0, a1), (b0, b1) in zip(spans, spans[1:]) if b0 < a1)
+    assert overlaps <= 4
+
+
+def test_importing_the_plugin_imports_nothing_heavy():
+    code = ("import sys, pytest_tesserabench.plugin, pytest_tesserabench.fixture; "
+            "heavy = [m for m in ('torch', 'triton', 'numpy', 'scipy', 'rich') if m in sys.modules]; "
+            "print(heavy); sys.exit(1 if heavy else 0)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
