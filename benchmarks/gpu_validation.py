@@ -9,6 +9,8 @@ document. For each kernel it reports the median time per call (microseconds) mea
                   is written outside the timed window, as TesseraBench's CUDA timer does)
   batched         CUDA events around a batch of back-to-back calls, divided by the batch size
   ncu             Nsight Compute gpu__time_duration.sum (with --ncu): the kernel's own duration
+                  (run with --clock-control none so clocks are as free as for the other timers;
+                  ncu still flushes caches between replay passes, so it is a cold-L2 figure)
 
 Kernels: a bf16 4096^3 torch.matmul; a 1 GiB device-to-device copy; an fp32 add sized to take
 about 10 us on an H100 (2.5 M elements, 30 MB of traffic: fits in the 50 MB L2, so warm and
@@ -221,8 +223,10 @@ def measure_with_ncu(name: str) -> float | None:
         return None
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder, "ncu.csv")
+        # --clock-control none: ncu otherwise locks base clocks and its times would not be
+        # comparable with the other columns, measured at whatever clock the GPU boosts to
         command = [ncu, "--csv", "--print-units", "base", "--metrics", profiling.GPU_TIME,
-                   "--nvtx", "--nvtx-include", f"{profiling.NVTX_RANGE}/", "--log-file",
+                   "--clock-control", "none", "--nvtx", "--nvtx-include", f"{profiling.NVTX_RANGE}/", "--log-file",
                    str(log), sys.executable, str(Path(__file__).resolve()), "--ncu-child",
                    "--kernels", name]
         done = subprocess.run(command, capture_output=True, text=True)

@@ -107,7 +107,7 @@ def _child_args(pytest_args: Iterable[str]) -> list[str]:
 
 def ncu_command(nodeid: str, pytest_args: Sequence[str] = (),
                 metrics: Sequence[str] = DEFAULT_METRICS, *, ncu: str | None = None,
-                log_file: str | os.PathLike | None = None,
+                log_file: str | os.PathLike | None = None, clock_control: str = "base",
                 python: str = sys.executable) -> list[str]:
     """argv that re-runs one benchmark (``nodeid``) under Nsight Compute.
 
@@ -116,14 +116,21 @@ def ncu_command(nodeid: str, pytest_args: Sequence[str] = (),
     profile again (--bench-ncu, --bench-save=...) are dropped. With ``log_file`` the CSV goes
     there instead of mixing with the child's output on stdout. Run it with
     ``env={**os.environ, NCU_ENV_VAR: "1"}`` (run_ncu() does).
+
+    ``clock_control="base"`` (ncu's default) locks the GPU to its base clock for repeatable
+    counters, so gpu__time_duration reads slower than a timed run at boost clocks; "none"
+    leaves clocks alone, for comparing times with the other timers.
     """
+    if clock_control not in ("base", "none"):
+        raise ValueError(f"clock_control must be 'base' or 'none', got {clock_control!r}")
     ncu = ncu or ncu_available()
     if ncu is None:
         raise NcuError(ncu_skip_reason() or "ncu not found")
     if not metrics:
         raise ValueError("ncu_command() needs at least one metric name")
     command = [ncu, "--csv", "--print-units", "base", "--metrics", ",".join(metrics),
-               "--target-processes", "all", "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/"]
+               "--target-processes", "all", "--clock-control", clock_control,
+               "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/"]
     if log_file is not None:
         command += ["--log-file", str(log_file)]
     return command + [python, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider",
@@ -223,7 +230,7 @@ def _permission_problem(output: str) -> str | None:
 
 def run_ncu(nodeid: str, pytest_args: Sequence[str] = (), *,
             metrics: Sequence[str] = DEFAULT_METRICS, cwd: str | os.PathLike | None = None,
-            timeout_s: float = 600) -> dict:
+            timeout_s: float = 600, clock_control: str = "base") -> dict:
     """Profile one benchmark under ncu; the record's ``ncu`` field, or
     ``{"available": False, "reason": ...}`` when it cannot be had."""
     reason = ncu_skip_reason()
@@ -231,7 +238,8 @@ def run_ncu(nodeid: str, pytest_args: Sequence[str] = (), *,
         return {"available": False, "reason": reason}
     with tempfile.TemporaryDirectory(prefix="tesserabench-ncu-") as folder:
         log = Path(folder, "ncu.csv")
-        command = ncu_command(nodeid, pytest_args, metrics, log_file=log)
+        command = ncu_command(nodeid, pytest_args, metrics, log_file=log,
+                              clock_control=clock_control)
         try:
             done = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
                                   timeout=timeout_s, env={**os.environ, NCU_ENV_VAR: "1"})
@@ -243,7 +251,7 @@ def run_ncu(nodeid: str, pytest_args: Sequence[str] = (), *,
         if problem:
             return {"available": False, "reason": problem}
         try:
-            return summarize_ncu(parse_ncu_csv(text))
+            return {**summarize_ncu(parse_ncu_csv(text)), "clock_control": clock_control}
         except NcuError as error:
             tail = (done.stdout + done.stderr)[-400:]
             return {"available": False,

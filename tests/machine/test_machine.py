@@ -146,3 +146,11 @@ def test_driver_version_read_from_proc_text():
     open_text = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build\n"
     assert machine._parse_proc_driver_version(open_text) == "570.86.15"
     assert machine._parse_proc_driver_version("garbage") is None
+
+
+def test_importing_the_machine_modules_imports_neither_torch_nor_triton():
+    code = ("import sys; import pytest_tesserabench.machine, pytest_tesserabench.roofline, "
+            "pytest_tesserabench.telemetry, pytest_tesserabench.profiling; "
+            "assert 'torch' not in sys.modules and 'triton' not in sys.modules")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

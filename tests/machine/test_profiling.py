@@ -97,6 +97,7 @@ def test_ncu_command_profiles_one_node_in_the_nvtx_range(tmp_path):
     metrics = command[command.index("--metrics") + 1].split(",")
     assert metrics == list(profiling.DEFAULT_METRICS)
     assert command[command.index("--target-processes") + 1] == "all"
+    assert command[command.index("--clock-control") + 1] == "base"
     assert command[command.index("--nvtx-include") + 1] == "tesserabench/"
     assert command[command.index("--log-file") + 1] == str(tmp_path / "ncu.csv")
     child = command[command.index("/venv/bin/python"):]
@@ -136,6 +137,7 @@ def test_run_ncu_end_to_end_with_a_fake_ncu(tmp_path, monkeypatch):
     monkeypatch.setattr(profiling, "ncu_available", lambda: str(fake))
     result = profiling.run_ncu("tests/test_x.py::test_y", cwd=tmp_path, timeout_s=60)
     assert result["available"] and result["launches"] == 3
+    assert result["clock_control"] == "base"
 
 
 def test_run_ncu_reports_counter_permission(tmp_path, monkeypatch):
@@ -178,3 +180,8 @@ def test_trace_call_writes_a_chrome_trace_on_cpu(tmp_path):
     assert any(name and name.startswith("aten::") for name in names)
     with pytest.raises(ValueError, match="at least 1"):
         profiling.trace_call(torch.matmul, (a, b), path=tmp_path / "x.json", calls=0)
+
+
+def test_clock_control_is_validated():
+    with pytest.raises(ValueError, match="clock_control must be"):
+        profiling.ncu_command("t.py::x", ncu="/opt/ncu", clock_control="boost")
