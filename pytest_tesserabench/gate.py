@@ -1,0 +1,463 @@
+"""The regression gate: the decision rule of DESIGN.md section 5, turned into verdicts.
+
+Everything is computed in log space on round medians (a round median is already robust to the
+odd slow repetition; logs make a slowdown and a speedup of the same factor symmetric).
+
+For one benchmark with baseline runs j = 1..H and the candidate run(s):
+
+* centres: ``c_j = median(log rounds of run j)``; baseline centre ``B = median_j c_j``;
+  candidate centre ``C`` likewise over the candidate runs; ``D = C - B`` (r = exp(D)).
+* within-run noise ``w``: the round-to-round variance, a normal-consistent MAD per run, pooled
+  over every run of the benchmark. A run centre of n rounds carries ``k(n) * w / n`` of it.
+* between-run noise ``s_b^2``: the spread of the per-run centres minus their within-run part.
+  With a short history that estimate is nearly worthless (2 degrees of freedom at H = 3), so it
+  is *moderated* (empirical Bayes, as in limma's moderated t): it is pooled with a prior worth
+  ``prior_runs`` runs whose value is the typical between-run variance of the *other* benchmarks
+  of the suite, never below ``between_run_floor`` squared. The floor is also a hard lower bound:
+  back-to-back saves in one CI job understate the drift between days.
+* ``Var(D) = k(Hc)/Hc * (s_b^2 + within part of a candidate centre)
+           + k(Hb)/Hb * (s_b^2 + within part of a baseline centre)``
+  with Student's t on ``prior_runs + H - 1`` degrees of freedom for the interval and p-value.
+* REGRESSED: one-sided p (slower) < alpha / m and the 95% interval reaches ``1 + theta``, where
+  ``theta = max(threshold, noise_multiple * that benchmark's run-to-run noise)``.
+  (DESIGN.md said "r >= 1 + theta": a point estimate compared with theta catches a true slowdown
+  of exactly theta only half the time; requiring the interval to *reach* theta keeps the
+  practical threshold - a significant 1% change stays UNCHANGED - and catches slowdowns of theta.)
+* INCONCLUSIVE: not regressed, yet the point estimate is at least ``1 + theta``.
+* IMPROVED mirrors REGRESSED for "faster".
+
+``k(n)`` is the variance inflation of a median over a mean: 1 for n <= 2 (the median of two is
+their mean), pi/2 beyond (its large-sample value; slightly conservative for small n).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+from scipy import stats
+
+STATUSES = ("REGRESSED", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED")
+SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
+MIN_RECOMMENDED_HISTORY = 3
+_MEDIAN_VARIANCE_FACTOR = math.pi / 2
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Parameters of the decision rule; docs/gate.md explains how each was chosen."""
+
+    alpha: float = 0.01                 # suite-wide false-alarm budget, split over m benchmarks
+    threshold: float = 0.05             # smallest slowdown worth failing for (relative)
+    between_run_floor: float = 0.005    # lower bound (and prior) for run-to-run drift, relative sd
+    prior_runs: int = 4                 # weight of the suite-wide prior, in runs
+    noise_multiple: float = 2.0         # theta >= noise_multiple * the benchmark's run noise
+    confidence: float = 0.95            # the reported interval
+    normalize_by_canary: bool = False   # divide the candidate by the canary ratio
+
+    def __post_init__(self) -> None:
+        def bad(name: str, value: Any, want: str) -> None:
+            raise ValueError(f"GateConfig.{name}={value!r} is invalid: it must be {want}")
+
+        if not 0.0 < self.alpha < 1.0:
+            bad("alpha", self.alpha, "between 0 and 1 (e.g. 0.01)")
+        if not 0.0 <= self.threshold < 10.0:
+            bad("threshold", self.threshold, "a relative slowdown >= 0 (0.05 means 5%)")
+        if not 0.0 < self.between_run_floor < 1.0:
+            bad("between_run_floor", self.between_run_floor, "a relative sd in (0, 1)")
+        if self.prior_runs < 0:
+            bad("prior_runs", self.prior_runs, ">= 0")
+        if self.noise_multiple < 0:
+            bad("noise_multiple", self.noise_multiple, ">= 0")
+        if not 0.5 < self.confidence < 1.0:
+            bad("confidence", self.confidence, "between 0.5 and 1 (e.g. 0.95)")
+
+
+def format_ms(ms: float | None) -> str:
+    """A duration in milliseconds in a human unit: '812 ns', '45.6 us', '1.23 ms', '2.10 s'."""
+    if ms is None or not math.isfinite(ms):
+        return "-"
+    for scale, unit in ((1e3, "s"), (1.0, "ms"), (1e-3, "us"), (1e-6, "ns")):
+        if abs(ms) >= scale or unit == "ns":
+            value = ms / scale
+            digits = f"{value:#.3g}".rstrip(".") if abs(value) < 100 else f"{value:.0f}"
+            return f"{digits} {unit}"
+    raise AssertionError("unreachable")
+
+
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    id: str
+    status: str
+    baseline_ms: float | None = None
+    candidate_ms: float | None = None
+    ratio: float | None = None
+    ci: tuple[float, float] | None = None
+    p_value: float | None = None          # one-sided, for "slower"
+    severity: str | None = None           # REGRESSED only: "mild" | "moderate" | "severe"
+    reasons: tuple[str, ...] = ()         # why it regressed without statistics (kernel figures)
+    notes: tuple[str, ...] = ()           # informational: kernel changes, short history, timer
+    threshold: float | None = None        # theta actually used (relative)
+    noise: float | None = None            # run-to-run noise of one run's centre (relative sd)
+    history: int = 0                      # baseline runs that measured this benchmark
+    alpha_per_test: float | None = None   # alpha / m
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "REGRESSED"
+
+    def change_text(self) -> str:
+        """'+15.1% [+12.0%, +18.3%]', or '-' when there is no timing comparison."""
+        if self.ratio is None:
+            return "-"
+        text = _pct(self.ratio)
+        if self.ci is not None:
+            text += f" [{_pct(self.ci[0])}, {_pct(self.ci[1])}]"
+        return text
+
+    def line(self) -> str:
+        """One line for the test report: old and new median, change, interval, p, severity."""
+        head = self.status if self.severity is None else f"{self.status} ({self.severity})"
+        parts = [head]
+        if self.ratio is not None:
+            parts.append(
+                f"{format_ms(self.baseline_ms)} -> {format_ms(self.candidate_ms)}, "
+                f"{self.change_text()}"
+            )
+            if self.p_value is not None:
+                parts.append(f"p={self.p_value:.2g}")
+            if self.threshold is not None:
+                parts.append(f"threshold {self.threshold * 100:.1f}%")
+        text = ", ".join(parts)
+        extra = list(self.reasons) or ([] if self.ratio is not None else list(self.notes[:1]))
+        if extra:
+            text += "; " + "; ".join(extra)
+        return text
+
+    def hint(self) -> str | None:
+        """For INCONCLUSIVE: what would settle it."""
+        if self.status != "INCONCLUSIVE":
+            return None
+        if self.history < MIN_RECOMMENDED_HISTORY:
+            return (
+                f"the baseline has {self.history} run(s) of this benchmark; record at least "
+                f"{MIN_RECOMMENDED_HISTORY} (run --bench-save=NAME again on this machine) so the "
+                "gate can measure run-to-run drift"
+            )
+        if self.noise is not None and self.threshold is not None and self.noise > 0.02:
+            return (
+                f"this benchmark drifts {self.noise * 100:.1f}% between runs; a quieter machine "
+                "(no other jobs, fixed clocks) or more rounds (--bench-max-time) would settle it"
+            )
+        return "re-run to confirm; a longer baseline history narrows the interval"
+
+
+# ----------------------------------------------------------------------------------------------
+# The vectorised core. Shapes: (..., H) per run, or (N,) per benchmark. The simulation tests and
+# benchmarks/gate_power.py call exactly these functions, so what they measure is what ships.
+
+
+def _median_factor(n: np.ndarray | int) -> np.ndarray:
+    return np.where(np.asarray(n) <= 2, 1.0, _MEDIAN_VARIANCE_FACTOR)
+
+
+def summarise_rounds(log_rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per run, along the last axis: (centre, within-run variance, number of rounds)."""
+    log_rounds = np.asarray(log_rounds, dtype=float)
+    n = np.full(log_rounds.shape[:-1], log_rounds.shape[-1])
+    centre = np.median(log_rounds, axis=-1)
+    if log_rounds.shape[-1] < 2:
+        return centre, np.zeros_like(centre), n
+    spread = stats.median_abs_deviation(log_rounds, axis=-1, scale="normal")
+    return centre, spread**2, n
+
+
+@dataclass(frozen=True)
+class NoiseComponents:
+    """Per benchmark (arrays of shape (N,)): what the decision needs from the runs."""
+
+    diff: np.ndarray            # D = C - B (log)
+    base_centre: np.ndarray     # B (log)
+    cand_centre: np.ndarray     # C (log)
+    between_est: np.ndarray     # raw between-run variance estimate (>= 0)
+    between_df: np.ndarray      # its degrees of freedom
+    within_base: np.ndarray     # within-run variance carried by one baseline run centre
+    within_cand: np.ndarray     # ... by one candidate run centre
+    n_base: np.ndarray          # baseline runs
+    n_cand: np.ndarray          # candidate runs
+
+
+def noise_components(
+    base_centres: np.ndarray, base_within: np.ndarray, base_rounds: np.ndarray,
+    cand_centres: np.ndarray, cand_within: np.ndarray, cand_rounds: np.ndarray,
+) -> NoiseComponents:
+    """From per-run summaries of shape (N, H) (baseline) and (N, Hc) (candidate)."""
+    bc, bw, bn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (base_centres, base_within, base_rounds))
+    cc, cw, cn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (cand_centres, cand_within, cand_rounds))
+    h_b, h_c = bc.shape[-1], cc.shape[-1]
+
+    weights = np.concatenate([bn - 1, cn - 1], axis=-1).clip(min=0)
+    within_vars = np.concatenate([bw, cw], axis=-1)
+    total_weight = weights.sum(axis=-1)
+    within = np.where(total_weight > 0, (weights * within_vars).sum(axis=-1) / np.maximum(total_weight, 1), 0.0)
+
+    mean_rounds_b, mean_rounds_c = bn.mean(axis=-1), cn.mean(axis=-1)
+    within_base = _median_factor(mean_rounds_b) * within / mean_rounds_b
+    within_cand = _median_factor(mean_rounds_c) * within / mean_rounds_c
+
+    base_centre = np.median(bc, axis=-1)
+    cand_centre = np.median(cc, axis=-1)
+    squares = ((bc - bc.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1) + (
+        (cc - cc.mean(axis=-1, keepdims=True)) ** 2
+    ).sum(axis=-1)
+    df = np.full(base_centre.shape, float(max(h_b - 1, 0) + max(h_c - 1, 0)))
+    raw = np.where(df > 0, squares / np.maximum(df, 1), 0.0)
+    # The spread of run centres also holds their within-run part; keep only the drift.
+    between = np.clip(raw - within_base, 0.0, None)
+    return NoiseComponents(
+        diff=cand_centre - base_centre, base_centre=base_centre, cand_centre=cand_centre,
+        between_est=between, between_df=df, within_base=within_base, within_cand=within_cand,
+        n_base=np.full(base_centre.shape, float(h_b)), n_cand=np.full(base_centre.shape, float(h_c)),
+    )
+
+
+def concat_components(parts: Iterable[NoiseComponents]) -> NoiseComponents:
+    parts = list(parts)
+    return NoiseComponents(**{
+        name: np.concatenate([getattr(p, name) for p in parts])
+        for name in NoiseComponents.__dataclass_fields__
+    })
+
+
+def suite_prior(between_est: np.ndarray, between_df: np.ndarray, floor: float) -> np.ndarray:
+    """Per benchmark: the median between-run variance of the *other* benchmarks with an
+    estimate, never below floor**2 (a benchmark never serves as its own prior)."""
+    est = np.asarray(between_est, dtype=float)
+    has = np.asarray(between_df) > 0
+    m = est.shape[-1]
+    prior = np.full(est.shape, floor**2)
+    if m < 2:
+        return prior
+    others = ~np.eye(m, dtype=bool)                                 # (m, m): row j = all but j
+    values = np.where(others & has[..., None, :], est[..., None, :], np.nan)
+    with np.errstate(all="ignore"):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)          # rows with no estimate
+            med = np.nanmedian(values, axis=-1)
+    return np.where(np.isnan(med), prior, np.maximum(prior, med))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Per benchmark arrays of the rule's intermediate and final quantities."""
+
+    diff: np.ndarray
+    sd: np.ndarray
+    df: np.ndarray
+    p_slower: np.ndarray
+    p_faster: np.ndarray
+    ci_low: np.ndarray          # log
+    ci_high: np.ndarray         # log
+    theta: np.ndarray           # log(1 + theta)
+    noise: np.ndarray           # sd of one run's centre (log ~ relative)
+    status: np.ndarray          # str: REGRESSED / INCONCLUSIVE / IMPROVED / UNCHANGED
+
+
+def decide(nc: NoiseComponents, prior_var: np.ndarray, config: GateConfig, m: int,
+           *, shift: np.ndarray | float = 0.0, thresholds: np.ndarray | float | None = None) -> Decision:
+    """The rule. ``shift`` is subtracted from D (canary normalisation, log)."""
+    nu0 = float(config.prior_runs)
+    df = nu0 + nc.between_df
+    floor2 = config.between_run_floor**2
+    between = np.maximum(floor2, (nu0 * prior_var + nc.between_df * nc.between_est) / np.maximum(df, 1e-12))
+    df = np.maximum(df, 1.0)  # no history information at all: Cauchy tails, very cautious
+    var = (_median_factor(nc.n_cand) / nc.n_cand * (between + nc.within_cand)
+           + _median_factor(nc.n_base) / nc.n_base * (between + nc.within_base))
+    sd = np.sqrt(var)
+    diff = nc.diff - shift
+    t = diff / sd
+    p_slower = stats.t.sf(t, df)
+    p_faster = stats.t.cdf(t, df)
+    q = stats.t.ppf(0.5 + config.confidence / 2, df)
+    ci_low, ci_high = diff - q * sd, diff + q * sd
+    noise = np.sqrt(between + nc.within_base)
+    base_threshold = config.threshold if thresholds is None else thresholds
+    theta = np.maximum(np.log1p(base_threshold), config.noise_multiple * noise)
+    level = config.alpha / max(int(m), 1)
+    regressed = (p_slower < level) & (ci_high >= theta)
+    improved = (p_faster < level) & (ci_low <= -theta)
+    inconclusive = ~regressed & (diff >= theta)
+    status = np.where(regressed, "REGRESSED",
+             np.where(improved, "IMPROVED",
+             np.where(inconclusive, "INCONCLUSIVE", "UNCHANGED")))
+    return Decision(diff=diff, sd=sd, df=df, p_slower=p_slower, p_faster=p_faster, ci_low=ci_low,
+                    ci_high=ci_high, theta=theta, noise=noise, status=status)
+
+
+# ----------------------------------------------------------------------------------------------
+# From run dicts (DESIGN.md section 6) to verdicts.
+
+
+def _positive_rounds(record: Mapping[str, Any]) -> np.ndarray:
+    rounds = np.asarray(record.get("rounds_ms") or [], dtype=float).ravel()
+    return rounds[np.isfinite(rounds) & (rounds > 0)]
+
+
+def _records(runs: list[dict], bench_id: str) -> list[dict]:
+    return [run["benchmarks"][bench_id] for run in runs
+            if isinstance(run.get("benchmarks"), dict) and isinstance(run["benchmarks"].get(bench_id), dict)]
+
+
+def _run_summaries(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows = [summarise_rounds(np.log(r)) for r in (_positive_rounds(rec) for rec in records) if r.size]
+    return tuple(np.array([[float(row[i]) for row in rows]]) for i in range(3))  # type: ignore[return-value]
+
+
+def severity_of(ratio: float) -> str:
+    change = ratio - 1.0
+    for bound, name in SEVERITY_BOUNDS:
+        if change < bound:
+            return name
+    return "severe"
+
+
+def _canary_centre(runs: list[dict]) -> float | None:
+    centres = [float(np.median(c)) for c in
+               (np.asarray(run.get("canary_ms") or [], dtype=float) for run in runs)
+               if c.size and np.all(np.isfinite(c)) and np.all(c > 0)]
+    return float(np.median(centres)) if centres else None
+
+
+def canary_ratio(candidate_runs: list[dict], baseline_runs: list[dict]) -> float | None:
+    """Candidate canary / baseline canary (medians of per-run medians); None if either lacks one."""
+    cand, base = _canary_centre(candidate_runs), _canary_centre(baseline_runs)
+    if cand is None or base is None:
+        return None
+    return cand / base
+
+
+def kernel_changes(candidate: list[dict] | None, baseline: list[dict] | None) -> tuple[list[str], list[str]]:
+    """Deterministic kernel figures, matched by (name, arch): (regressions, other changes)."""
+    regressions: list[str] = []
+    changes: list[str] = []
+    base_by_key = {(k.get("name"), k.get("arch")): k for k in (baseline or []) if isinstance(k, dict)}
+    for kernel in candidate or []:
+        if not isinstance(kernel, dict):
+            continue
+        old = base_by_key.get((kernel.get("name"), kernel.get("arch")))
+        if old is None:
+            continue
+        label = f"kernel {kernel.get('name')} ({kernel.get('arch')})"
+
+        def figure(record: dict, key: str) -> float | None:
+            value = record.get(key)
+            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+        spill_new, spill_old = figure(kernel, "spill_bytes"), figure(old, "spill_bytes")
+        if spill_new is not None and spill_old is not None and spill_new > spill_old:
+            regressions.append(f"{label}: spills {spill_old:.0f} B -> {spill_new:.0f} B")
+        occ_new, occ_old = figure(kernel, "occupancy"), figure(old, "occupancy")
+        if occ_new is not None and occ_old is not None and occ_new < occ_old - 1e-9:
+            regressions.append(f"{label}: occupancy {occ_old:.2f} -> {occ_new:.2f}")
+        for key, unit in (("registers", ""), ("shared_bytes", " B")):
+            new, previous = figure(kernel, key), figure(old, key)
+            if new is not None and previous is not None and new != previous:
+                changes.append(f"{label}: {key} {previous:.0f}{unit} -> {new:.0f}{unit}")
+    return regressions, changes
+
+
+def _latest_kernels(records: list[dict]) -> list[dict] | None:
+    for record in reversed(records):
+        if record.get("kernels"):
+            return record["kernels"]
+    return None
+
+
+def _timer(records: list[dict]) -> str | None:
+    return records[-1].get("timer") if records else None
+
+
+def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: GateConfig | None = None,
+                 *, n_compared: int | None = None,
+                 thresholds: Mapping[str, float] | None = None) -> dict[str, Verdict]:
+    """Verdict per benchmark id, for the candidate run(s) against the baseline history.
+
+    ``n_compared``: the number of benchmarks the suite compares (m in alpha / m); by default the
+    number gated here. ``thresholds``: per-benchmark overrides of ``config.threshold`` (the
+    ``bench(threshold=...)`` marker).
+    """
+    config = config or GateConfig()
+    thresholds = thresholds or {}
+    ids: list[str] = []
+    for run in [*candidate_runs, *baseline_runs]:
+        for bench_id in (run.get("benchmarks") or {}):
+            if bench_id not in ids:
+                ids.append(bench_id)
+
+    verdicts: dict[str, Verdict] = {}
+    gated: list[tuple[str, NoiseComponents, list[dict], list[dict], int]] = []
+    for bench_id in ids:
+        cand, base = _records(candidate_runs, bench_id), _records(baseline_runs, bench_id)
+        kernel_reasons, kernel_notes = kernel_changes(_latest_kernels(cand), _latest_kernels(base))
+        history = sum(1 for rec in base if _positive_rounds(rec).size)
+        common = dict(id=bench_id, reasons=tuple(kernel_reasons), history=history)
+        if not cand:
+            verdicts[bench_id] = Verdict(status="MISSING", notes=("in the baseline, not in this run",), **common)
+            continue
+        cand_measured = [rec for rec in cand if _positive_rounds(rec).size]
+        if not base or not history:
+            verdicts[bench_id] = Verdict(status="NEW", notes=("not in the baseline",), **common)
+            continue
+        timers = {_timer(cand), _timer(base)}
+        reason = None
+        if not cand_measured:
+            reason = "no rounds measured in this run"
+        elif "interpreter" in timers:
+            reason = "timed in the Triton interpreter: reported, never gated"
+        elif len(timers) > 1:
+            reason = f"timers differ ({_timer(base)} in the baseline, {_timer(cand)} now): not comparable"
+        if reason is not None:
+            status = "REGRESSED" if kernel_reasons else "NOT_GATED"
+            verdicts[bench_id] = Verdict(status=status, severity="mild" if kernel_reasons else None,
+                                         notes=(reason, *kernel_notes), **common)
+            continue
+        nc = noise_components(*_run_summaries(base), *_run_summaries(cand_measured))
+        gated.append((bench_id, nc, kernel_reasons, kernel_notes, history))
+
+    if gated:
+        m = n_compared if n_compared is not None else len(gated)
+        nc_all = concat_components(g[1] for g in gated)
+        prior = suite_prior(nc_all.between_est, nc_all.between_df, config.between_run_floor)
+        ratio = canary_ratio(candidate_runs, baseline_runs) if config.normalize_by_canary else None
+        shift = math.log(ratio) if ratio else 0.0
+        theta_in = np.array([thresholds.get(g[0], config.threshold) for g in gated], dtype=float)
+        dec = decide(nc_all, prior, config, m, shift=shift, thresholds=theta_in)
+        for i, (bench_id, nc, kernel_reasons, kernel_notes, history) in enumerate(gated):
+            status = str(dec.status[i])
+            r = math.exp(float(dec.diff[i]))
+            notes = list(kernel_notes)
+            if history < MIN_RECOMMENDED_HISTORY:
+                notes.append(f"baseline has {history} run(s); drift assumed, not measured")
+            if ratio:
+                notes.append(f"normalised by the canary ratio {ratio:.3f}")
+            if kernel_reasons and status != "REGRESSED":
+                status = "REGRESSED"
+            verdicts[bench_id] = Verdict(
+                id=bench_id, status=status,
+                baseline_ms=math.exp(float(nc.base_centre[0])), candidate_ms=math.exp(float(nc.cand_centre[0])),
+                ratio=r, ci=(math.exp(float(dec.ci_low[i])), math.exp(float(dec.ci_high[i]))),
+                p_value=float(dec.p_slower[i]),
+                severity=severity_of(r) if status == "REGRESSED" else None,
+                reasons=tuple(kernel_reasons), notes=tuple(notes),
+                threshold=math.expm1(float(dec.theta[i])), noise=float(dec.noise[i]),
+                history=history, alpha_per_test=config.alpha / max(m, 1),
+            )
+    return {bench_id: verdicts[bench_id] for bench_id in ids}
