@@ -80,11 +80,15 @@ def compile_for_target(
     arch: int = 90,
     num_warps: int = 4,
     num_stages: int = 3,
+    aligned: Iterable[str] | None = None,
 ) -> Any:
     """Compile a ``@triton.jit`` kernel ahead of time for ``sm_<arch>``; no GPU needed.
 
     ``signature`` maps every argument to its Triton type (``"*fp16"``, ``"i32"``,
     ``"tensordesc<bf16[128,64]>"``) or ``"constexpr"``; ``constexprs`` gives the constexpr values.
+    ``aligned`` names the arguments known to be multiples of 16 (pointers: 16-byte aligned), as
+    the launcher specialises them at run time; None means every pointer and integer argument,
+    the case of power-of-two LLM shapes. Without it loads cannot be vectorised or pipelined.
     Under ``TRITON_INTERPRET=1`` ``@triton.jit`` yields an InterpretedFunction, which cannot be
     compiled, so a JITFunction is rebuilt from its Python function.
     """
@@ -105,10 +109,13 @@ def compile_for_target(
         fn = JITFunction(fn)
     target = GPUTarget("cuda", arch, 32)
     options = {"num_warps": num_warps, "num_stages": num_stages}
+    if aligned is None:
+        aligned = [k for k, t in signature.items() if t.startswith("*") or t in ("i32", "i64")]
+    attrs = {(fn.arg_names.index(k),): [["tt.divisibility", 16]] for k in aligned}
     try:
-        source = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
+        source = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs), attrs=attrs)
     except (TypeError, ValueError, AttributeError):
         # Older spellings key constexprs by argument position tuples.
         by_index = {(fn.arg_names.index(k),): v for k, v in constexprs.items()}
-        source = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=by_index)
+        source = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=by_index, attrs=attrs)
     return triton.compile(source, target=target, options=options)
