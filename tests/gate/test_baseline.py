@@ -1,0 +1,132 @@
+import json
+import multiprocessing
+import subprocess
+
+import pytest
+
+from pytest_tesserabench.baseline import (
+    BaselineError, baseline_path, git_commit_info, load_baseline, load_run_or_baseline, save_run,
+    validate_name,
+)
+
+KEY = "cpu-x86-64-test"
+
+
+def make_run(i=0, **extra):
+    return {"schema": 1, "machine": {"python": "3.11"}, "commit": {"sha": None}, "started": f"t{i}",
+            "canary_ms": [1.0], "benchmarks": {"t::a": {"timer": "cpu", "rounds_ms": [1.0 + i],
+                                                        "samples_ms": [1.0, 2.0]}}, **extra}
+
+
+@pytest.mark.parametrize("name", ["main", "release-1.2", "a_b.C"])
+def test_good_names(name):
+    assert validate_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "../x", "a b", "ä", "x\\y"])
+def test_bad_names_are_refused_with_the_rule(name):
+    with pytest.raises(BaselineError, match="letters, digits"):
+        validate_name(name)
+    with pytest.raises(BaselineError):
+        baseline_path("root", name, KEY)
+
+
+def test_machine_key_is_checked_like_a_name(tmp_path):
+    with pytest.raises(BaselineError, match="machine key"):
+        baseline_path(tmp_path, "main", "../evil")
+
+
+def test_save_appends_keeps_history_and_strips_samples(tmp_path):
+    for i in range(4):
+        path = save_run(tmp_path, "main", KEY, make_run(i), history=3)
+    assert path == tmp_path / "main" / f"{KEY}.json"
+    data = load_baseline(path, machine_key=KEY)
+    assert [run["started"] for run in data["runs"]] == ["t1", "t2", "t3"]
+    assert all("samples_ms" not in r["benchmarks"]["t::a"] for r in data["runs"])
+    assert data["name"] == "main" and data["machine_key"] == KEY and data["schema"] == 1
+    text = path.read_text()
+    assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"  # diffable, stable
+    assert sorted(p.name for p in path.parent.iterdir()) == [f".{KEY}.json.lock", f"{KEY}.json"]
+
+
+def test_the_callers_run_is_not_modified(tmp_path):
+    run = make_run()
+    save_run(tmp_path, "main", KEY, run)
+    assert run["benchmarks"]["t::a"]["samples_ms"] == [1.0, 2.0]
+
+
+def test_absent_baseline_is_none(tmp_path):
+    assert load_baseline(tmp_path / "main" / "x.json", machine_key=KEY) is None
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", "not valid JSON"),
+    (json.dumps({"schema": 2, "machine_key": KEY, "runs": []}), "schema 2"),
+    (json.dumps({"schema": 1, "machine_key": "other", "runs": []}), "machine 'other'"),
+    (json.dumps([1, 2]), "not a TesseraBench baseline"),
+    (json.dumps({"schema": 1, "machine_key": KEY, "runs": [{"schema": 1}]}), "no 'benchmarks'"),
+])
+def test_bad_file_is_named_and_never_overwritten(tmp_path, content, message):
+    path = baseline_path(tmp_path, "main", KEY)
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    before = path.read_bytes()
+    with pytest.raises(BaselineError, match=message) as info:
+        save_run(tmp_path, "main", KEY, make_run())
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == before
+    assert [p.name for p in path.parent.iterdir() if p.suffix == ".tmp"] == []
+
+
+def test_unserialisable_run_writes_nothing(tmp_path):
+    with pytest.raises(BaselineError, match="not plain JSON"):
+        save_run(tmp_path, "main", KEY, make_run(extra_info=float("nan")))
+    assert not baseline_path(tmp_path, "main", KEY).exists()
+
+
+def test_bad_history_and_bad_run(tmp_path):
+    with pytest.raises(BaselineError, match="bench_history"):
+        save_run(tmp_path, "main", KEY, make_run(), history=0)
+    with pytest.raises(BaselineError, match="schema 3"):
+        save_run(tmp_path, "main", KEY, {**make_run(), "schema": 3})
+
+
+def _save_one(args):
+    root, i = args
+    save_run(root, "main", KEY, make_run(i), history=100)
+
+
+def test_parallel_savers_never_lose_or_mangle_a_run(tmp_path):
+    with multiprocessing.get_context("spawn").Pool(4) as pool:
+        pool.map(_save_one, [(tmp_path, i) for i in range(8)])
+    data = load_baseline(baseline_path(tmp_path, "main", KEY), machine_key=KEY)
+    assert sorted(r["started"] for r in data["runs"]) == [f"t{i}" for i in range(8)]
+
+
+def test_load_run_or_baseline(tmp_path):
+    path = save_run(tmp_path, "main", KEY, make_run(1))
+    save_run(tmp_path, "main", KEY, make_run(2))
+    assert [r["started"] for r in load_run_or_baseline(path)] == ["t1", "t2"]
+    single = tmp_path / "run.json"
+    single.write_text(json.dumps(make_run(5)))
+    assert load_run_or_baseline(single)[0]["started"] == "t5"
+    other = tmp_path / "other.json"
+    other.write_text("{}")
+    with pytest.raises(BaselineError, match="neither"):
+        load_run_or_baseline(other)
+    with pytest.raises(BaselineError, match="no such file"):
+        load_run_or_baseline(tmp_path / "absent.json")
+
+
+def test_git_commit_info(tmp_path):
+    assert git_commit_info(tmp_path) == {"sha": None, "branch": None, "dirty": None}
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+    git("init", "-q", "-b", "work")
+    (tmp_path / "f").write_text("1")
+    git("add", "f")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x")
+    info = git_commit_info(tmp_path)
+    assert len(info["sha"]) == 40 and info["branch"] == "work" and info["dirty"] is False
+    (tmp_path / "f").write_text("2")
+    assert git_commit_info(tmp_path)["dirty"] is True
