@@ -61,8 +61,14 @@ class Bench:
             if value is not None and (not isinstance(value, numbers.Real) or value < 0 or not math.isfinite(value)):
                 raise BenchUsageError(f"bench({label}={value!r}): expected a non-negative number of {label}")
 
-        from pytest_tesserabench import sampling, timing  # numpy/scipy only once measuring starts
+        from pytest_tesserabench import profiling, sampling, timing  # numpy/scipy only once measuring
 
+        if profiling.under_ncu():
+            # The child pytest that --bench-ncu runs under Nsight Compute: one warm call (compiles,
+            # autotunes) outside the profiled NVTX range, one call inside it, nothing timed.
+            fn(*args, **kwargs)
+            with profiling.ncu_region():
+                return fn(*args, **kwargs)
         session = self._session
         with session.capture_kernels() as launches:
             result = fn(*args, **kwargs)  # an exception propagates: the test errors, nothing is recorded
@@ -80,15 +86,18 @@ class Bench:
         with session.device_lock(), session.telemetry(timer) as telemetry:
             measurement = sampling.measure(timer, budget)
             telemetry.calls = measurement.calls
-        record = self._record(name, measurement, flops, nbytes)
+        record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
         if telemetry.result is not None:
             record["telemetry"] = telemetry.result
         record["kernels"] = session.analyse_kernels(launches, record_id=record["id"])
+        if self._settings.trace_dir is not None:
+            path = profiling.trace_call(fn, args, kwargs, profiling.trace_path(self._settings.trace_dir, record["id"]))
+            record["trace"] = str(path)
         self.records[name] = record
         self._results[id(result)] = name
         return result
 
-    def _record(self, name, m, flops, nbytes) -> dict:
+    def _record(self, name, m, flops, nbytes, storage: str | None) -> dict:
         summary = m.summary()
         median_s = summary["median_ms"] / 1e3
         record = {
@@ -115,7 +124,7 @@ class Bench:
             "kernels": [],
             "extra_info": self.extra_info,  # the same dict: keys added later in the test still land
         }
-        record["roofline"] = self._session.roofline(record)
+        record["roofline"] = self._session.roofline(record, storage)
         return record
 
     # -- checks ------------------------------------------------------------------------------
@@ -173,6 +182,21 @@ class Bench:
         from pytest_tesserabench import machine
 
         return machine.cuda_capability() is not None
+
+
+def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:
+    """The precision a roofline is drawn for: the test's policy, else the first float tensor's dtype."""
+    if "precision" in params:
+        return str(params["precision"]).split("@")[0]
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return None
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            return str(value.dtype).removeprefix("torch.")
+    return None
 
 
 def _bind(fn, args, kwargs) -> Callable[[], Any]:

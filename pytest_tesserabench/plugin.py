@@ -61,6 +61,13 @@ def pytest_configure(config: pytest.Config) -> None:
                          is_worker=hasattr(config, "workerinput"))
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(SessionHooks(state), "tesserabench-session")
+    if settings.ncu and not state.is_worker:
+        from pytest_tesserabench import profiling
+
+        reason = profiling.ncu_skip_reason()
+        if reason:
+            config.issue_config_time_warning(
+                pytest.PytestWarning(f"--bench-ncu: hardware counters skipped: {reason}"), stacklevel=2)
 
 
 def _session(config: pytest.Config):
@@ -175,7 +182,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     if call.when == "call":
         fixture = item.stash.get(BENCH_KEY, None)
         if fixture is not None and fixture.records:
-            setattr(report, REPORT_ATTR, list(fixture.records.values()))
+            records = list(fixture.records.values())
+            state = _session(item.config)
+            if state.settings.ncu and report.passed:
+                from pytest_tesserabench import profiling
+
+                # Re-run this test alone under Nsight Compute; its counters describe the test's
+                # first measured call (the kernel under test).
+                records[0]["ncu"] = profiling.run_ncu(item.nodeid, ["--bench", f"--rootdir={item.config.rootpath}"],
+                                                      cwd=item.config.invocation_params.dir)
+            setattr(report, REPORT_ATTR, records)
     return report
 
 

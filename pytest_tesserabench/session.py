@@ -120,25 +120,22 @@ class BenchSession:
             warnings.warn(f"static kernel analysis failed for {record_id}: {type(exc).__name__}: {exc}", stacklevel=1)
             return []
 
-    def roofline(self, record: dict) -> dict | None:
-        """The record's roofline block, where this machine's peaks are known."""
-        if record["timer"] not in ("cuda_event", "cuda_graph"):
-            return None
-        if not self._peaks_resolved:
-            self._peaks_resolved = True
-            try:
-                from pytest_tesserabench import roofline
-
-                self._peaks = roofline.peaks_for(self.machine_info)
-            except ImportError:
-                self._peaks = None
-        if self._peaks is None or not (record["flops"] or record["bytes"]):
+    def roofline(self, record: dict, storage: str | None) -> dict | None:
+        """The record's roofline block, where this machine's peaks are known (GPU timers only)."""
+        if record["timer"] not in ("cuda_event", "cuda_graph") or not (record["flops"] or record["bytes"]):
             return None
         from pytest_tesserabench import roofline
 
-        storage = str(record["params"].get("precision", "bf16")).split("@")[0]
-        return roofline.roofline(record["flops"], record["bytes"], record["stats"]["median_ms"],
-                                 self._peaks, storage=storage)
+        if not self._peaks_resolved:
+            self._peaks_resolved = True
+            self._peaks = roofline.peaks_for(self.machine_info)
+        if self._peaks is None:
+            return None
+        try:
+            return roofline.roofline(record["flops"], record["bytes"], record["stats"]["median_ms"],
+                                     self._peaks, storage=storage or "fp32")
+        except roofline.RooflineError:  # e.g. no fp8 peak on this device: no roofline, no failure
+            return None
 
     # -- the run as a file -------------------------------------------------------------------
     def run_document(self, *, with_samples: bool, records: dict[str, dict] | None = None) -> dict:

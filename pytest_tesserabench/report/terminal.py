@@ -21,7 +21,7 @@ def format_time(ms: float | None) -> str:
 
 
 def _rate(value: float | None) -> str:
-    return "-" if not value else f"{value:.4g}"
+    return "-" if not value else f"{value:.3g}"
 
 
 def row_label(record: dict) -> str:
@@ -91,20 +91,24 @@ def render_summary(records: dict[str, dict], *, width: int = 120, color: bool = 
     for group, members in groups.items():
         table = Table(title=group, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
                       pad_edge=False, collapse_padding=True)
-        columns = [("benchmark", "left"), ("median", "right"), ("±95%", "right"), ("min", "right"),
-                   ("IQR", "right"), ("rounds", "right")]
+        wide = width >= 110  # min and IQR give way on narrow terminals; the median and its CI never do
+        columns = [("benchmark", "left"), ("median", "right"), ("±95%", "right")]
+        columns += [("min", "right"), ("IQR", "right")] if wide else []
+        columns += [("rounds", "right")]
         columns += [("TFLOP/s", "right")] if show_tflops else []
         columns += [("GB/s", "right")] if show_gbps else []
         columns += [("speed", "right"), ("notes", "left")]
         for header, justify in columns:
-            table.add_column(header, justify=justify, no_wrap=header != "notes",
-                             overflow="fold" if header == "notes" else "ellipsis")
+            wraps = header in ("benchmark", "notes")
+            table.add_column(header, justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",
+                             ratio=1 if wraps else None)
         for record in members:
             s = record["stats"]
             lo, hi = s["ci95_ms"]
             half = (hi - lo) / 2 / s["median_ms"] if s["median_ms"] else 0.0
-            cells = [row_label(record), format_time(s["median_ms"]), f"{half:.1%}", format_time(s["min_ms"]),
-                     format_time(s["iqr_ms"]), str(s["rounds"])]
+            cells = [row_label(record), format_time(s["median_ms"]), f"{half:.1%}"]
+            cells += [format_time(s["min_ms"]), format_time(s["iqr_ms"])] if wide else []
+            cells += [str(s["rounds"])]
             cells += [_rate(record.get("tflops"))] if show_tflops else []
             cells += [_rate(record.get("gbps"))] if show_gbps else []
             cells += [f"{speeds[record['id']]:.2f}x", _notes(record)]

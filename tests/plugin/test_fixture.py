@@ -181,3 +181,36 @@ def test_forcing_a_cuda_timer_without_cuda_tensors_is_explained(pytester, fast):
     """)
     result = pytester.runpytest("--bench", "--bench-timer=cuda_event", *fast)
     result.stdout.fnmatch_lines(["*timer cuda_event needs CUDA tensors*--bench-timer=auto or cpu*"])
+
+
+def test_bench_trace_writes_a_chrome_trace_per_benchmark(pytester, fast, tmp_path):
+    pytest.importorskip("torch")
+    import torch  # noqa: F401  (imported here once: pytester's in-process runs must not import it first)
+
+    traces = tmp_path / "traces"
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        import torch
+        def test_a(bench):
+            x = torch.ones(64, 64)
+            bench(torch.mm, x, x)
+    """)
+    pytester.runpytest(f"--bench-trace={traces}", f"--bench-json={out}", *fast).assert_outcomes(passed=1)
+    (trace,) = traces.iterdir()
+    assert trace.name.endswith(".trace.json") and "traceEvents" in trace.read_text()
+    rec = json.loads(out.read_text())["benchmarks"]["test_bench_trace_writes_a_chrome_trace_per_benchmark.py::test_a"]
+    assert rec["trace"] == str(trace)
+
+
+def test_bench_ncu_without_ncu_is_a_clear_skip(pytester, fast, tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no ncu on this PATH
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        def test_a(bench):
+            bench(sum, [1, 2])
+    """)
+    result = pytester.runpytest("--bench-ncu", f"--bench-json={out}", *fast)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*--bench-ncu: hardware counters skipped:*"])
+    rec = json.loads(out.read_text())["benchmarks"]["test_bench_ncu_without_ncu_is_a_clear_skip.py::test_a"]
+    assert rec["ncu"]["available"] is False and rec["ncu"]["reason"]
