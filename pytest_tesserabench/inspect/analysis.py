@@ -23,7 +23,7 @@ from .occupancy import theoretical_occupancy
 from .tools import ToolMissing, disassemble
 
 # Bump when the record's content or meaning changes: old cache entries are then ignored.
-ANALYSER_VERSION = "1"
+ANALYSER_VERSION = "2"
 _ARTIFACT_FILES = {"ttir": "ttir", "ttgir": "ttgir", "llir": "llir", "ptx": "ptx", "cubin": "cubin", "sass": "sass"}
 
 
@@ -126,7 +126,8 @@ def _build_record(launch: KernelLaunch, outcome: CompileOutcome) -> tuple[dict, 
     instructions = ptx_instruction_mix(outcome.asm.get("ptx", ""))
     occupancy = theoretical_occupancy(limits, threads_per_block=launch.num_warps * limits.warp_size,
                                       registers_per_thread=resources.registers,
-                                      shared_bytes_per_block=shared)
+                                      # the calculator adds the 1 KB reservation itself
+                                      shared_bytes_per_block=shared - resources.reserved_shared_in_static)
     if occupancy.note:
         record["notes"].append(occupancy.note)
     ptx_tensor_core = instructions["mma"] + instructions["wgmma"] + instructions["tcgen05_mma"]
@@ -139,6 +140,7 @@ def _build_record(launch: KernelLaunch, outcome: CompileOutcome) -> tuple[dict, 
         "spill_bytes": spills.get("spill_stores"),
         "local_bytes": resources.local_bytes,
         "static_shared_bytes": resources.static_shared_bytes,
+        "reserved_shared_bytes": resources.reserved_shared_in_static,
         "dynamic_shared_bytes": dynamic_shared,
         "shared_bytes": shared,
         "binary_bytes": resources.binary_bytes,

@@ -78,14 +78,16 @@ def compile_for_arch(launch: KernelLaunch, arch: str) -> CompileOutcome:
         stage_times.append(times)
 
     log = io.StringIO()
-    with _COMPILE_LOCK, _scope(knobs.compilation), _scope(knobs.nvidia):
+    with _COMPILE_LOCK, _scope(knobs.compilation), _scope(knobs.nvidia), _scope(knobs.runtime):
+        # Some language paths consult the interpreter flag while building IR: compile as on a GPU.
+        knobs.runtime.interpret = False
         knobs.compilation.always_compile = True
         if has_listener:
             knobs.compilation.listener = listener
         if hasattr(knobs.nvidia, "dump_ptxas_log"):
             knobs.nvidia.dump_ptxas_log = True  # ptxas -v: spill stores / loads
         try:
-            with contextlib.redirect_stdout(log):
+            with contextlib.redirect_stdout(log), _compilable_language():
                 kernel = triton.compile(ast_source(launch), target=_target(arch), options=dict(launch.options))
         except Exception as error:  # noqa: BLE001 - any compiler failure is a per-target result
             outcome.error = _compiler_message(error)
@@ -102,6 +104,31 @@ def compile_for_arch(launch: KernelLaunch, arch: str) -> CompileOutcome:
     else:
         outcome.notes.append("this Triton has no compilation listener: per-stage compile times unavailable")
     return outcome
+
+
+@contextlib.contextmanager
+def _compilable_language():
+    """Under TRITON_INTERPRET=1 triton.language's own @jit helpers (tl.sum, tl.cdiv, ...) are
+    InterpretedFunctions, which the compiler cannot call: swap in JIT twins while compiling."""
+    import sys
+
+    from triton.runtime.interpreter import InterpretedFunction
+
+    from .capture import jit_function_for
+
+    swapped = []
+    for name, module in list(sys.modules.items()):
+        if module is None or not (name == "triton.language" or name.startswith("triton.language.")):
+            continue
+        for attribute, value in list(vars(module).items()):
+            if isinstance(value, InterpretedFunction):
+                swapped.append((module, attribute, value))
+                setattr(module, attribute, jit_function_for(value))
+    try:
+        yield
+    finally:
+        for module, attribute, value in swapped:
+            setattr(module, attribute, value)
 
 
 def _scope(knob_group):

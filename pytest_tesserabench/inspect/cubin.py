@@ -31,6 +31,9 @@ class CubinResources:
     stack_bytes: int
     code_bytes: int
     binary_bytes: int
+    # sm_90+ cubins lay out the system's 1 KB per-block reservation inside the kernel's own
+    # .nv.shared section (symbol __nv_reservedSMEM_*); it is part of static_shared_bytes.
+    reserved_shared_in_static: int = 0
 
 
 class CubinFormatError(ValueError):
@@ -95,13 +98,16 @@ def read_resources(blob: bytes, kernel_name: str) -> CubinResources:
         raise CubinFormatError(f"no register count for kernel {kernel_name!r} in the cubin's .nv.info")
     shared = sections.get(f".nv.shared.{kernel_name}")
     text = sections.get(f".text.{kernel_name}")
+    static_shared = shared[2] if shared else 0
+    has_reservation = any(name.startswith(("__nv_reservedSMEM", ".nv.reservedSmem")) for name in symbols)
     return CubinResources(
         registers=found[EIATTR_REGCOUNT],
-        static_shared_bytes=shared[2] if shared else 0,
+        static_shared_bytes=static_shared,
         local_bytes=found.get(EIATTR_FRAME_SIZE, 0),
         stack_bytes=max(found.get(EIATTR_MIN_STACK_SIZE, 0), found.get(EIATTR_MAX_STACK_SIZE, 0)),
         code_bytes=text[2] if text else 0,
         binary_bytes=len(blob),
+        reserved_shared_in_static=min(static_shared, 1024) if has_reservation else 0,
     )
 
 

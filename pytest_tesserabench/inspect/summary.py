@@ -17,7 +17,9 @@ def format_kernel_lines(records: Iterable[dict]) -> list[str]:
     for record in records:
         head = f"{record.get('name', '?')} {record.get('arch', '?')}"
         if record.get("error"):
-            first = str(record["error"]).strip().splitlines()[0][:160]
+            error_lines = str(record["error"]).strip().splitlines()
+            # ptxas puts the reason on its "fatal" line, after a generic first line
+            first = next((line for line in error_lines if "fatal" in line), error_lines[0])[:160]
             lines.append(f"{head}  compile failed: {first}")
             continue
         occupancy = record.get("occupancy")
