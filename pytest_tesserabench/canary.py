@@ -1,0 +1,30 @@
+"""The canary: a fixed CPU workload timed at the start and end of every ``--bench`` run.
+
+Its time depends on the machine (clocks, load from other jobs, thermal state) and on nothing in
+the project, so the ratio of this run's canary to the baseline's shows machine-wide drift and can
+normalise the comparison. The work is fixed (no calibration: a calibrated loop would hide exactly
+the slowdown the canary exists to see) and single-threaded (sorting), so a BLAS thread pool or a
+core count does not change what it measures.
+"""
+
+from __future__ import annotations
+
+import time
+
+CANARY_SIZE = 250_000      # float64 values sorted per sample (2 MB; a few ms each)
+CANARY_SAMPLES = 20
+_SEED = 20261121
+
+
+def measure_canary(samples: int = CANARY_SAMPLES) -> list[float]:
+    """Milliseconds per sample of the fixed workload (about 50-100 ms in all); one warm-up."""
+    import numpy as np  # numpy is a hard dependency; imported here to keep plugin start-up lean
+
+    data = np.random.default_rng(_SEED).random(CANARY_SIZE)
+    np.sort(data, kind="quicksort")  # warm-up: page in the buffers, load the code
+    times: list[float] = []
+    for _ in range(samples):
+        start = time.perf_counter_ns()
+        np.sort(data, kind="quicksort")
+        times.append((time.perf_counter_ns() - start) / 1e6)
+    return times

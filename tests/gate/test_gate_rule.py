@@ -1,0 +1,159 @@
+"""The gate on hand-made run dicts: statuses, the one-line text, kernels, canary, odd records."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_tesserabench.gate import GateConfig, Verdict, canary_ratio, compare_runs, format_ms, kernel_changes
+
+IDS = ("t.py::test_a", "t.py::test_b", "t.py::test_c", "t.py::test_d")
+
+
+def make_runs(n, rng, scale=None, drift=0.005, within=0.01, timer="cpu", canary=2.0, kernels=None):
+    scale = scale or {}
+    runs = []
+    for _ in range(n):
+        shift = rng.normal(0, drift)
+        benchmarks = {}
+        for bench_id in IDS:
+            rounds = np.exp(shift + rng.normal(0, within, 12)) * scale.get(bench_id, 1.0)
+            benchmarks[bench_id] = {"timer": timer, "rounds_ms": rounds.tolist(),
+                                    "kernels": (kernels or {}).get(bench_id, [])}
+        runs.append({"schema": 1, "canary_ms": [canary] * 5, "benchmarks": benchmarks})
+    return runs
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(42)
+
+
+def test_a_thirty_percent_slowdown_fails_only_that_benchmark(rng):
+    base = make_runs(3, rng)
+    verdicts = compare_runs(make_runs(1, rng, scale={IDS[1]: 1.3}), base, GateConfig())
+    assert [v.status for v in verdicts.values()] == ["UNCHANGED", "REGRESSED", "UNCHANGED", "UNCHANGED"]
+    bad = verdicts[IDS[1]]
+    assert bad.failed and bad.severity == "severe" and 1.25 < bad.ratio < 1.35
+    assert bad.ci[0] < bad.ratio < bad.ci[1] and bad.p_value < 0.01 / 4
+    line = bad.line()
+    assert line.startswith("REGRESSED (severe), 1.00 ms -> 1.3") and "p=" in line and "threshold 5.0%" in line
+    assert "%" in line and "[" in line
+
+
+@pytest.mark.parametrize(("factor", "severity"), [(1.07, "mild"), (1.15, "moderate"), (1.25, "severe")])
+def test_severity_bands(rng, factor, severity):
+    verdicts = compare_runs(make_runs(1, rng, scale={IDS[0]: factor}), make_runs(5, rng), GateConfig())
+    assert verdicts[IDS[0]].status == "REGRESSED" and verdicts[IDS[0]].severity == severity
+
+
+def test_small_significant_change_is_below_the_practical_threshold(rng):
+    verdicts = compare_runs(make_runs(1, rng, scale={IDS[0]: 1.015}), make_runs(5, rng), GateConfig())
+    assert verdicts[IDS[0]].status == "UNCHANGED"
+
+
+def test_improvement(rng):
+    verdicts = compare_runs(make_runs(1, rng, scale={IDS[2]: 0.7}), make_runs(3, rng), GateConfig())
+    assert verdicts[IDS[2]].status == "IMPROVED" and verdicts[IDS[2]].severity is None
+
+
+def test_large_change_on_a_noisy_benchmark_is_inconclusive_with_a_hint(rng):
+    # Baseline runs 15% apart: +35% is large, but not significant against that drift.
+    base = [{"schema": 1, "benchmarks": {"x": {"timer": "cpu", "rounds_ms": (level * (1 + rng.normal(0, 0.002, 10))).tolist()}}}
+            for level in (0.85, 1.0, 1.15)]
+    cand = [{"schema": 1, "benchmarks": {"x": {"timer": "cpu", "rounds_ms": [1.35] * 10}}}]
+    verdict = compare_runs(cand, base)["x"]
+    assert verdict.status == "INCONCLUSIVE", verdict.line()
+    assert verdict.threshold > 0.15 and "quieter machine" in verdict.hint()
+
+
+def test_short_history_hint_says_record_more_runs():
+    verdict = Verdict(id="x", status="INCONCLUSIVE", history=1, ratio=1.2, noise=0.01, threshold=0.05)
+    assert "--bench-save" in verdict.hint() and "at least 3" in verdict.hint()
+    assert Verdict(id="x", status="UNCHANGED").hint() is None
+
+
+def test_per_benchmark_threshold_override(rng):
+    cand, base = make_runs(1, rng, scale={IDS[0]: 1.12}), make_runs(5, rng)
+    assert compare_runs(cand, base)[IDS[0]].status == "REGRESSED"
+    relaxed = compare_runs(cand, base, thresholds={IDS[0]: 0.25})[IDS[0]]
+    assert relaxed.status == "UNCHANGED" and relaxed.threshold == pytest.approx(0.25)
+
+
+def test_n_compared_divides_alpha(rng):
+    cand, base = make_runs(1, rng), make_runs(3, rng)
+    assert compare_runs(cand, base, n_compared=100)[IDS[0]].alpha_per_test == pytest.approx(1e-4)
+
+
+def test_new_missing_failed_and_interpreter_records_never_crash(rng):
+    base = make_runs(3, rng)
+    cand = make_runs(1, rng)
+    del cand[0]["benchmarks"][IDS[0]]
+    cand[0]["benchmarks"]["t.py::test_new"] = {"timer": "cpu", "rounds_ms": [1.0]}
+    cand[0]["benchmarks"][IDS[1]] = {"timer": "cpu"}                     # the test failed
+    cand[0]["benchmarks"][IDS[2]]["timer"] = "interpreter"
+    cand[0]["benchmarks"][IDS[3]]["rounds_ms"] = [0.0, -1.0, float("nan")]
+    verdicts = compare_runs(cand, base)
+    assert {k: v.status for k, v in verdicts.items()} == {
+        IDS[0]: "MISSING", IDS[1]: "NOT_GATED", IDS[2]: "NOT_GATED", IDS[3]: "NOT_GATED",
+        "t.py::test_new": "NEW"}
+    assert "interpreter" in verdicts[IDS[2]].line()
+    assert all(isinstance(v.line(), str) for v in verdicts.values())
+
+
+def test_interpreter_timing_is_never_gated_even_when_much_slower(rng):
+    base = make_runs(3, rng, timer="interpreter")
+    verdicts = compare_runs(make_runs(1, rng, scale={i: 5.0 for i in IDS}, timer="interpreter"), base)
+    assert {v.status for v in verdicts.values()} == {"NOT_GATED"}
+
+
+def test_kernel_figures_regress_without_statistics(rng):
+    old = {IDS[0]: [{"name": "k", "arch": "sm_90", "spill_bytes": 0, "occupancy": 0.5, "registers": 96}],
+           IDS[1]: [{"name": "k", "arch": "sm_90", "spill_bytes": 0, "occupancy": 0.5}]}
+    new = {IDS[0]: [{"name": "k", "arch": "sm_90", "spill_bytes": 128, "occupancy": 0.25, "registers": 255}],
+           IDS[1]: [{"name": "k", "arch": "sm_80", "spill_bytes": 64, "occupancy": 0.1}]}  # another arch
+    verdicts = compare_runs(make_runs(1, rng, kernels=new, timer="interpreter"),
+                            make_runs(3, rng, kernels=old, timer="interpreter"))
+    first = verdicts[IDS[0]]
+    assert first.status == "REGRESSED"
+    assert first.reasons == ("kernel k (sm_90): spills 0 B -> 128 B", "kernel k (sm_90): occupancy 0.50 -> 0.25")
+    assert "registers 96 -> 255" in " ".join(first.notes)
+    assert "spills 0 B -> 128 B" in first.line()
+    assert verdicts[IDS[1]].status == "NOT_GATED"
+
+
+def test_kernel_changes_ignores_missing_figures():
+    assert kernel_changes([{"name": "k", "arch": "sm_90", "spill_bytes": None}],
+                          [{"name": "k", "arch": "sm_90", "spill_bytes": 0}]) == ([], [])
+    assert kernel_changes(None, None) == ([], [])
+
+
+def test_canary_ratio_and_normalisation(rng):
+    base = make_runs(3, rng, canary=2.0)
+    slow_machine = make_runs(1, rng, scale={i: 1.2 for i in IDS}, canary=2.4)
+    assert canary_ratio(slow_machine, base) == pytest.approx(1.2)
+    assert canary_ratio([{"benchmarks": {}}], base) is None
+    plain = compare_runs(slow_machine, base)
+    assert {v.status for v in plain.values()} == {"REGRESSED"}
+    normalised = compare_runs(slow_machine, base, GateConfig(normalize_by_canary=True))
+    assert {v.status for v in normalised.values()} == {"UNCHANGED"}
+    assert any("canary" in note for note in normalised[IDS[0]].notes)
+
+
+def test_several_candidate_runs(rng):
+    verdicts = compare_runs(make_runs(3, rng, scale={IDS[0]: 1.2}), make_runs(3, rng))
+    assert verdicts[IDS[0]].status == "REGRESSED" and verdicts[IDS[1]].status == "UNCHANGED"
+
+
+def test_config_validation_names_the_field():
+    with pytest.raises(ValueError, match="alpha"):
+        GateConfig(alpha=2)
+    with pytest.raises(ValueError, match="threshold"):
+        GateConfig(threshold=-0.1)
+
+
+@pytest.mark.parametrize(("ms", "text"), [(1.0, "1.00 ms"), (0.0456, "45.6 us"), (2100, "2.10 s"),
+                                          (0.0000812, "81.2 ns"), (250.0, "250 ms"), (None, "-"),
+                                          (math.nan, "-")])
+def test_format_ms(ms, text):
+    assert format_ms(ms) == text
