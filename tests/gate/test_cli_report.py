@@ -1,0 +1,112 @@
+import json
+
+import numpy as np
+import pytest
+
+from pytest_tesserabench.baseline import save_run
+from pytest_tesserabench.canary import measure_canary
+from pytest_tesserabench.cli import main
+from pytest_tesserabench.gate import compare_runs
+from pytest_tesserabench.report.comparison import render_comparison, software_differences
+
+KEY = "cpu-x86-64-test"
+
+
+def make_run(rng, scale=1.0, torch="2.13.0"):
+    shift = rng.normal(0, 0.003)
+    return {"schema": 1, "machine": {"torch": torch, "triton": "3.9.0", "python": "3.11.9", "device": "cpu"},
+            "commit": {"sha": "a" * 40, "branch": "main", "dirty": False}, "started": "2026-11-21T15:07:16Z",
+            "canary_ms": [2.0, 2.1],
+            "benchmarks": {name: {"timer": "cpu",
+                                  "rounds_ms": (np.exp(shift + rng.normal(0, 0.005, 10)) * s).tolist()}
+                           for name, s in (("t::fast", 1.0), ("t::slow", scale))}}
+
+
+@pytest.fixture
+def files(tmp_path):
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        baseline = save_run(tmp_path / "baselines", "main", KEY, make_run(rng))
+    same, slower = tmp_path / "same.json", tmp_path / "slower.json"
+    same.write_text(json.dumps(make_run(rng)))
+    slower.write_text(json.dumps(make_run(rng, scale=1.3, torch="2.11.0")))
+    return baseline, same, slower
+
+
+def test_compare_same_exits_zero(files, capsys):
+    baseline, same, _ = files
+    assert main(["compare", str(baseline), str(same)]) == 0
+    out = capsys.readouterr().out
+    assert "t::fast" in out and "UNCHANGED" in out and "canary: 1.000x" in out
+
+
+def test_compare_slower_exits_one_and_names_it(files, capsys):
+    baseline, _, slower = files
+    assert main(["compare", str(baseline), str(slower)]) == 1
+    out = capsys.readouterr().out
+    assert "t::slow: REGRESSED (severe)" in out
+    assert "torch 2.13.0 -> 2.11.0" in out
+
+
+def test_compare_threshold_option(files):
+    baseline, _, slower = files
+    assert main(["compare", str(baseline), str(slower), "--threshold", "50"]) == 0
+
+
+@pytest.mark.parametrize("argv", [["compare", "x"], ["compare", "a", "b", "--alpha", "2"],
+                                  ["compare", "a", "b", "--threshold", "abc"], ["frobnicate"], []])
+def test_usage_errors_exit_two(argv, capsys):
+    assert main(argv) == 2
+
+
+def test_bad_file_exits_two_and_names_it(files, tmp_path, capsys):
+    baseline, _, _ = files
+    broken = tmp_path / "broken.json"
+    broken.write_text("{")
+    assert main(["compare", str(baseline), str(broken)]) == 2
+    assert str(broken) in capsys.readouterr().err
+
+
+def test_show_lists_runs(files, tmp_path, capsys):
+    assert main(["show", "main", "--dir", str(tmp_path / "baselines")]) == 0
+    out = capsys.readouterr().out
+    assert KEY in out and "aaaaaaaaaa" in out and "2.13.0" in out
+    assert out.count("2026-11-21T15:07:16Z") == 3
+
+
+def test_show_missing_and_bad_names(tmp_path, capsys):
+    assert main(["show", "nope", "--dir", str(tmp_path)]) == 2
+    assert "--bench-save=nope" in capsys.readouterr().err
+    assert main(["show", "main", "--dir", str(tmp_path), "--machine", "other"]) == 2
+    assert main(["show", "..", "--dir", str(tmp_path)]) == 2
+    assert "letters, digits" in capsys.readouterr().err
+
+
+def test_inspect_is_delegated(capsys):
+    code = main(["inspect", "--help"])
+    assert code == 0
+    assert "tesserabench inspect" in capsys.readouterr().out
+
+
+def test_render_comparison_text():
+    rng = np.random.default_rng(1)
+    verdicts = compare_runs([make_run(rng, scale=1.3)], [make_run(rng) for _ in range(3)])
+    text = render_comparison(verdicts, version_diffs=["torch 2.11 -> 2.13"], canary_ratio=1.02, width=100)
+    assert "\x1b[" not in text
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert text.index("t::slow") < text.index("t::fast")          # regressions first
+    assert "REGRESSED (severe)" in text and "1 regressed, 1 unchanged" in text
+    assert "canary: 1.020x" in text and "torch 2.11 -> 2.13" in text
+    assert "\x1b[" in render_comparison(verdicts, version_diffs=[], canary_ratio=None, color=True)
+
+
+def test_software_differences():
+    assert software_differences({"torch": "2.13", "cuda": "12.8", "python": "3.12"},
+                                {"torch": "2.11", "cuda": "12.8"}) == ["torch 2.11 -> 2.13", "python ? -> 3.12"]
+    assert software_differences({}, None) == []
+
+
+def test_canary_is_a_fixed_short_workload():
+    samples = measure_canary(samples=5)
+    assert len(samples) == 5 and all(0 < s < 1000 for s in samples)
