@@ -225,17 +225,23 @@ def attention(q, k, v, *, causal: bool = False, sm_scale: float | None = None):
     return o
 
 
-def reference(q, k, v, *, causal: bool = False, sm_scale: float | None = None):
-    """Plain attention in fp32 (fp64 for short sequences), cast to q's dtype."""
+def reference(q, k, v, *, causal: bool = False, sm_scale: float | None = None, rows=None):
+    """Plain attention in fp32 (fp64 for short sequences), cast to q's dtype.
+
+    ``rows`` (a list of query indices) computes only those rows, output [B, H, len(rows), D]:
+    long sequences cannot hold the S x S score matrix.
+    """
     import torch
 
     D, S = q.shape[-1], q.shape[-2]
     sm_scale = 1.0 / math.sqrt(D) if sm_scale is None else float(sm_scale)
     wide = torch.float64 if S <= 1024 else torch.float32
-    scores = (q.to(wide) @ k.to(wide).transpose(-1, -2)) * sm_scale
+    query_idx = torch.arange(S, device=q.device) if rows is None else torch.as_tensor(rows, device=q.device)
+    q_rows = q if rows is None else q[..., query_idx, :]
+    scores = (q_rows.to(wide) @ k.to(wide).transpose(-1, -2)) * sm_scale
     if causal:
-        mask = torch.ones(S, S, dtype=torch.bool, device=q.device).tril()
-        scores = scores.masked_fill(~mask, float("-inf"))
+        visible = query_idx[:, None] >= torch.arange(S, device=q.device)[None, :]
+        scores = scores.masked_fill(~visible, float("-inf"))
     return (torch.softmax(scores, dim=-1) @ v.to(wide)).to(q.dtype)
 
 

@@ -78,3 +78,10 @@ def test_models():
     assert attn.flops(1, 1, 2, 64, causal=True) == 2 * 4 * 64
     assert attn.bytes(2, 3, 5, 64, 2) == 4 * 2 * 3 * 5 * 64 * 2
     assert attn.flops(2, 8, 4096, 128) == 4 * 16 * 4096 * 4096 * 128
+
+
+def test_reference_on_sampled_rows_matches_full_reference(device):
+    q, k, v = (torch.randn(1, 2, 50, 64, device=device).half() for _ in range(3))
+    rows = [0, 7, 49]
+    full = attn.reference(q, k, v, causal=True)
+    torch.testing.assert_close(attn.reference(q, k, v, causal=True, rows=rows), full[:, :, rows])
