@@ -65,3 +65,10 @@ def tuned_add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
     mask = offsets < n
     tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask),
              mask=mask)
+
+
+def add_two(x):
+    """A launcher, as kernel modules have: what `tesserabench inspect MODULE:add_two --args` runs."""
+    out = x.new_empty(x.shape)
+    vector_add_kernel[(triton.cdiv(x.numel(), 512),)](x, x, out, x.numel(), BLOCK=512)
+    return out
