@@ -80,7 +80,7 @@ def format_ms(ms: float | None) -> str:
     if ms is None or not math.isfinite(ms):
         return "-"
     for scale, unit in ((1e3, "s"), (1.0, "ms"), (1e-3, "us"), (1e-6, "ns")):
-        if abs(ms) >= scale or unit == "ns":
+        if abs(ms) >= scale * 0.9995 or unit == "ns":  # 0.9996 ms reads "1.00 ms", not "1000 us"
             value = ms / scale
             digits = f"{value:#.3g}".rstrip(".") if abs(value) < 100 else f"{value:.0f}"
             return f"{digits} {unit}"

@@ -153,7 +153,7 @@ def test_config_validation_names_the_field():
 
 
 @pytest.mark.parametrize(("ms", "text"), [(1.0, "1.00 ms"), (0.0456, "45.6 us"), (2100, "2.10 s"),
-                                          (0.0000812, "81.2 ns"), (250.0, "250 ms"), (None, "-"),
+                                          (0.0000812, "81.2 ns"), (0.99963, "1.00 ms"), (250.0, "250 ms"), (None, "-"),
                                           (math.nan, "-")])
 def test_format_ms(ms, text):
     assert format_ms(ms) == text
