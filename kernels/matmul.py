@@ -314,6 +314,16 @@ def _check_operands(kernel: str, a, b, dtypes) -> None:
             )
 
 
+def _b_is_k_major(b) -> bool:
+    """B stored column-major ([N, K] contiguous, transposed): K is its contiguous dimension."""
+    return b.stride(1) != 1
+
+
+def _tma_row_major_ok(t) -> bool:
+    """A TMA descriptor needs a contiguous last dimension, 16-byte aligned base and rows."""
+    return t.stride(1) == 1 and t.data_ptr() % 16 == 0 and (t.stride(0) * t.element_size()) % 16 == 0
+
+
 def _tma_usable(a, b, c) -> bool:
     """The Hopper path: Triton has host TMA descriptors, an sm_90 GPU, 16-byte aligned rows."""
     import torch
@@ -322,12 +332,8 @@ def _tma_usable(a, b, c) -> bool:
         return False
     if torch.cuda.get_device_capability(a.device)[0] != 9 or a.dtype == torch.float32:
         return False
-    if a.stride(1) != 1 or c.stride(1) != 1 or min(b.stride()) != 1:
-        return False
-    for t in (a, b, c):
-        if t.data_ptr() % 16 or any((s * t.element_size()) % 16 for s in t.stride() if s != 1):
-            return False
-    return True
+    b_rows = b.t() if _b_is_k_major(b) else b
+    return all(_tma_row_major_ok(t) for t in (a, b_rows, c))
 
 
 def _num_sms(device) -> int:
@@ -360,7 +366,7 @@ def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int 
     N = b.shape[1]
     if num_sms is None:
         num_sms = _num_sms(a.device)
-    b_k_major = b.stride(0) == 1 and b.shape[0] > 1
+    b_k_major = _b_is_k_major(b)
     # Block shapes are placeholders; the autotune pre-hook sets the real ones per config.
     a_desc = TensorDescriptor.from_tensor(a, [16, 16])
     b_desc = TensorDescriptor.from_tensor(b.t() if b_k_major else b, [16, 16])

@@ -121,3 +121,13 @@ def test_cpu_tensors_without_interpreter_are_refused(monkeypatch):
 def test_models():
     assert mm.flops(2, 3, 4) == 48
     assert mm.bytes(2, 3, 4, 2) == (8 + 12 + 6) * 2
+
+
+def test_tma_layout_rules():
+    """Which operands the Hopper path can describe with TMA (checked on CPU tensors)."""
+    b_row = torch.empty(64, 40, dtype=torch.float16)
+    b_col = torch.empty(40, 64, dtype=torch.float16).t()
+    assert not mm._b_is_k_major(b_row) and mm._b_is_k_major(b_col)
+    assert mm._tma_row_major_ok(b_row) and mm._tma_row_major_ok(b_col.t())
+    assert not mm._tma_row_major_ok(torch.empty(64, 1, dtype=torch.float16))  # 2-byte rows
+    assert not mm._tma_row_major_ok(torch.empty(8, 36, dtype=torch.float16))  # 72-byte rows
