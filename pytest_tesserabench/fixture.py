@@ -37,7 +37,6 @@ class Bench:
         self.extra_info: dict[str, Any] = {}
         self.records: dict[str | None, dict] = {}  # label (None for the unlabelled call) -> record
         self._results: dict[int, str | None] = {}  # id(returned object) -> label, for check_accuracy
-        self._accuracy: dict | None = None
 
     # -- measuring -------------------------------------------------------------------------
     def __call__(self, fn: Callable, *args, flops=None, bytes=None, name: str | None = None, **kwargs):
@@ -102,6 +101,7 @@ class Bench:
         median_s = summary["median_ms"] / 1e3
         record = {
             "id": self._nodeid if name is None else f"{self._nodeid}::{name}",
+            "nodeid": self._nodeid,
             "name": name,
             "group": self._group,
             "params": self._params,
@@ -176,6 +176,11 @@ class Bench:
                 f"{relative_to!r}, below the required {at_least}x",
                 pytrace=False,
             )
+
+    @property
+    def threshold(self) -> float:
+        """The smallest slowdown worth failing this test for (option, ini, or its marker)."""
+        return self._settings.threshold
 
     @property
     def on_gpu(self) -> bool:

@@ -385,6 +385,30 @@ def _timer(records: list[dict]) -> str | None:
     return records[-1].get("timer") if records else None
 
 
+def baseline_priors(baseline_runs: list[dict], floor: float) -> dict[str, float]:
+    """The suite prior of each benchmark (median drift of the *other* benchmarks, never below
+    ``floor``), from the baseline history alone.
+
+    Taking it from the baseline rather than from this session's results makes a benchmark's
+    verdict independent of which other tests ran (``-k``, xdist workers, per-test failing); the
+    candidate, a single run, adds nothing to the between-run estimate anyway.
+    """
+    ids: list[str] = []
+    parts: list[NoiseComponents] = []
+    for bench_id in {i: None for run in baseline_runs for i in (run.get("benchmarks") or {})}:
+        measured = [rec for rec in _records(baseline_runs, bench_id) if _positive_rounds(rec).size]
+        if not measured:
+            continue
+        centres, within, rounds = _run_summaries(measured)
+        # The first run stands in for a candidate: one run adds no squares to the drift estimate.
+        parts.append(noise_components(centres, within, rounds, centres[..., :1], within[..., :1], rounds[..., :1]))
+        ids.append(bench_id)
+    if not parts:
+        return {}
+    nc = concat_components(parts)
+    return dict(zip(ids, suite_prior(nc.between_est, nc.between_df, floor).tolist()))
+
+
 def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: GateConfig | None = None,
                  *, n_compared: int | None = None,
                  thresholds: Mapping[str, float] | None = None) -> dict[str, Verdict]:
@@ -435,7 +459,8 @@ def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: 
     if gated:
         m = n_compared if n_compared is not None else len(gated)
         nc_all = concat_components(g[1] for g in gated)
-        prior = suite_prior(nc_all.between_est, nc_all.between_df, config.between_run_floor)
+        priors = baseline_priors(baseline_runs, config.between_run_floor)
+        prior = np.array([priors.get(g[0], config.between_run_floor**2) for g in gated])
         ratio = canary_ratio(candidate_runs, baseline_runs) if config.normalize_by_canary else None
         shift = math.log(ratio) if ratio else 0.0
         theta_in = np.array([thresholds.get(g[0], config.threshold) for g in gated], dtype=float)

@@ -7,6 +7,7 @@ All state lives in the ``BenchSession`` on ``config.stash``. Importing this modu
 from __future__ import annotations
 
 import itertools
+import warnings
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,15 @@ def pytest_configure(config: pytest.Config) -> None:
                          is_worker=hasattr(config, "workerinput"))
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(SessionHooks(state), "tesserabench-session")
+    if settings.enabled:
+        from pytest_tesserabench.baseline import BaselineError
+
+        try:
+            problem = state.check_baselines()
+        except BaselineError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        if problem and not state.is_worker:
+            config.issue_config_time_warning(pytest.PytestWarning(problem), stacklevel=2)
     if settings.ncu and not state.is_worker:
         from pytest_tesserabench import profiling
 
@@ -68,6 +78,17 @@ def pytest_configure(config: pytest.Config) -> None:
         if reason:
             config.issue_config_time_warning(
                 pytest.PytestWarning(f"--bench-ncu: hardware counters skipped: {reason}"), stacklevel=2)
+
+
+def _kernel_section(records: dict) -> list[str]:
+    from pytest_tesserabench.inspect import format_kernel_lines
+
+    lines = []
+    for record_id, record in records.items():
+        if record.get("kernels"):
+            lines.append(record_id)
+            lines.extend(f"  {line}" for line in format_kernel_lines(record["kernels"]))
+    return lines
 
 
 def _session(config: pytest.Config):
@@ -176,6 +197,44 @@ def bench(request: pytest.FixtureRequest):
 
 
 # -- outcomes -----------------------------------------------------------------------------------
+def pytest_collection_finish(session: pytest.Session) -> None:
+    _session(session.config).count_compared([item.nodeid for item in session.items])
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    result = yield  # the test body raised: its own failure stands, nothing is judged
+    fixture = item.stash.get(BENCH_KEY, None)
+    state = _session(item.config)
+    if fixture is None or not fixture.records or state.baseline is None:
+        return result
+    verdicts = state.judge(list(fixture.records.values()), fixture.threshold)
+    failures = []
+    for record_id, verdict in verdicts.items():
+        fixture.records[_label(record_id, item.nodeid)]["verdict"] = verdict_dict(verdict)
+        if verdict.failed:
+            failures.append(f"{record_id}: {verdict.line()}")
+        elif verdict.status == "INCONCLUSIVE":
+            warnings.warn(pytest.PytestWarning(f"{record_id}: {verdict.line()}. To settle it: {verdict.hint()}"))
+    if failures:
+        pytest.fail("\n".join(failures), pytrace=False)
+    return result
+
+
+def _label(record_id: str, nodeid: str) -> str | None:
+    return None if record_id == nodeid else record_id[len(nodeid) + 2:]
+
+
+def verdict_dict(verdict) -> dict:
+    """A Verdict as plain data: it travels to the xdist controller inside the report."""
+    import dataclasses
+
+    data = dataclasses.asdict(verdict)
+    data["ci"] = list(verdict.ci) if verdict.ci else None
+    data["reasons"], data["notes"] = list(verdict.reasons), list(verdict.notes)
+    return data
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     report = yield
@@ -202,8 +261,18 @@ class SessionHooks:
     def __init__(self, state):
         self.state = state
 
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        state = self.state
+        # The canary: timed at the start and end of every measuring run, on the controller (or on
+        # a worker whose comparisons it normalises), under the device lock like any measurement.
+        if state.settings.enabled and (not state.is_worker or
+                                       (state.settings.canary_normalize and state.baseline is not None)):
+            state.time_canary()
+
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # Runs on the xdist controller for every worker's report, and in-process without xdist.
+        if report.when == "call":
+            self.state.run_nodeids.add(report.nodeid)
         records = getattr(report, REPORT_ATTR, None)
         if not records or report.when != "call":
             return
@@ -216,25 +285,63 @@ class SessionHooks:
             return
         from pytest_tesserabench.report.terminal import render_summary
 
+        state = self.state
+        width = config.get_terminal_writer().fullwidth
         terminalreporter.write_sep("=", "tesserabench")
-        terminalreporter.write(render_summary(
-            self.state.records,
-            width=config.get_terminal_writer().fullwidth,
-            color=terminalreporter.hasmarkup,
-            quiet=config.get_verbosity() < 0,
-        ))
+        terminalreporter.write(render_summary(state.records, width=width, color=terminalreporter.hasmarkup,
+                                              quiet=config.get_verbosity() < 0))
+        kernel_lines = _kernel_section(state.records)
+        if kernel_lines and config.get_verbosity() >= 0:
+            terminalreporter.write_sep("-", "static kernel analysis")
+            for line in kernel_lines:
+                terminalreporter.write_line(line)
+        if state.baseline is not None:
+            from pytest_tesserabench.gate import canary_ratio
+            from pytest_tesserabench.report.comparison import render_comparison, software_differences
+
+            terminalreporter.write_sep("-", f"compared with baseline {state.settings.compare} ({state.baseline_path})")
+            runs = state.baseline["runs"]
+            terminalreporter.write(render_comparison(
+                state.comparison_verdicts(),
+                version_diffs=software_differences(state.machine_info, runs[-1].get("machine")),
+                canary_ratio=canary_ratio([{"canary_ms": state.canary_ms}], runs),
+                width=width, color=terminalreporter.hasmarkup))
+            not_run = state.not_run_count()
+            if not_run:
+                terminalreporter.write_line(f"{not_run} baseline benchmark(s) belong to tests that did not run "
+                                            f"in this session (deselected or removed)")
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state = self.state
-        if state.is_worker or not state.settings.enabled or state.settings.json_path is None:
+        if state.is_worker or not state.settings.enabled:
             return
-        from pytest_tesserabench.report.json_report import write_json
+        if state.records:
+            state.time_canary()
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
 
-        try:
-            write_json(state.settings.json_path, state.run_document(with_samples=True))
-        except (OSError, ValueError) as exc:
-            reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        def error(message: str) -> None:
             if reporter is not None:
-                reporter.write_line(f"ERROR: --bench-json={state.settings.json_path}: cannot write the "
-                                    f"results: {exc}", red=True)
-            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+                reporter.write_line(f"ERROR: {message}", red=True)
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+        if state.settings.json_path is not None:
+            from pytest_tesserabench.report.json_report import write_json
+
+            try:
+                write_json(state.settings.json_path, state.run_document(with_samples=True))
+            except (OSError, ValueError) as exc:
+                error(f"--bench-json={state.settings.json_path}: cannot write the results: {exc}")
+        if state.settings.save:
+            from pytest_tesserabench.baseline import BaselineError
+
+            try:
+                path, saved = state.save_baseline()
+            except (BaselineError, OSError) as exc:
+                error(f"--bench-save={state.settings.save}: nothing saved: {exc}")
+            else:
+                if reporter is not None:
+                    skipped = len(state.records) - saved
+                    reporter.write_line(
+                        f"tesserabench: saved {saved} benchmark(s) to {path}"
+                        + (f" ({skipped} from failed tests left out)" if skipped else "")
+                        if saved else f"tesserabench: nothing saved to {path}: no passing benchmark")

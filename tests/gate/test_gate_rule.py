@@ -157,3 +157,15 @@ def test_config_validation_names_the_field():
                                           (math.nan, "-")])
 def test_format_ms(ms, text):
     assert format_ms(ms) == text
+
+
+def test_a_verdict_does_not_depend_on_which_other_benchmarks_ran(rng):
+    # The plugin judges each test on its own (xdist workers, -k): the prior comes from the
+    # baseline history, so judging one benchmark alone gives the whole suite's verdict for it.
+    base = make_runs(4, rng, drift=0.01)
+    cand = make_runs(1, rng, scale={IDS[1]: 1.06})
+    whole = compare_runs(cand, base, n_compared=len(IDS))
+    for bench_id in IDS:
+        alone_run = {**cand[0], "benchmarks": {bench_id: cand[0]["benchmarks"][bench_id]}}
+        alone = compare_runs([alone_run], base, n_compared=len(IDS))[bench_id]
+        assert (alone.status, alone.p_value) == (whole[bench_id].status, pytest.approx(whole[bench_id].p_value))

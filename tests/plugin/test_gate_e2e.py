@@ -1,0 +1,101 @@
+"""End to end: save a baseline three times, compare the same code, a slower one, a corrupt file."""
+
+import json
+
+import pytest
+
+from pytest_tesserabench import machine
+
+# The "kernel" sleeps: its time is set by the scheduler's timer, not by how busy the shared CPU
+# is, so the test checks the gate's logic without depending on a quiet machine.
+WORKLOAD = """
+import os, time, pytest
+
+@pytest.mark.parametrize("name", ["a", "b", "c"])
+def test_work(bench, name):
+    scale = float(os.environ.get("SLOWER_" + name, "1"))
+    bench(time.sleep, 0.002 * scale)
+"""
+ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8")
+
+
+@pytest.fixture
+def project(pytester):
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    return pytester
+
+
+def baseline_file(pytester):
+    return pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
+
+
+def save_three(pytester):
+    for _ in range(3):
+        pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=3)
+    data = json.loads(baseline_file(pytester).read_text())
+    assert len(data["runs"]) == 3 and data["name"] == "main"
+    return data
+
+
+def test_save_then_compare_unchanged_passes(project):
+    data = save_three(project)
+    run = data["runs"][0]
+    assert set(run["benchmarks"]) == {f"test_kernels.py::test_work[{n}]" for n in "abc"}
+    assert all("samples_ms" not in b and b["rounds_ms"] for b in run["benchmarks"].values())
+    assert run["canary_ms"] and run["machine"]["python"] and "commit" in run
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*compared with baseline main*", "*UNCHANGED*"])
+
+
+def test_a_thirty_percent_slowdown_fails_exactly_its_test(project, monkeypatch):
+    save_three(project)
+    monkeypatch.setenv("SLOWER_b", "1.3")
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([
+        "*_ test_work[[]b[]] _*",
+        "test_kernels.py::test_work[[]b[]]: REGRESSED (severe), 2.* ms -> 2.* ms, +*% [[]+*%, +*%[]], p=*, threshold 5.0%",
+    ])
+    result.stdout.fnmatch_lines(["FAILED test_kernels.py::test_work[[]b[]]*"])
+
+
+def test_a_failed_test_is_not_saved(project, monkeypatch):
+    save_three(project)
+    before = json.loads(baseline_file(project).read_text())
+    monkeypatch.setenv("SLOWER_b", "1.5")
+    result = project.runpytest("--bench-compare=main", "--bench-save=main", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    after = json.loads(baseline_file(project).read_text())
+    assert len(after["runs"]) == 4
+    assert "test_kernels.py::test_work[b]" not in after["runs"][-1]["benchmarks"]
+    assert after["runs"][:3] == before["runs"]
+
+
+def test_a_corrupt_baseline_is_a_clear_error_and_stays_as_it_was(project):
+    path = baseline_file(project)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(b'{"schema": 1, "runs": [')
+    for option in ("--bench-compare=main", "--bench-save=main"):
+        result = project.runpytest(option, *ARGS)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines([f"*{path}*"])
+        assert path.read_bytes() == b'{"schema": 1, "runs": ['
+
+
+def test_a_foreign_machine_key_is_refused(project):
+    path = baseline_file(project)
+    path.parent.mkdir(parents=True)
+    original = json.dumps({"schema": 1, "name": "main", "machine_key": "nvidia-h100-sm90", "runs": []})
+    path.write_text(original)
+    result = project.runpytest("--bench-save=main", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*nvidia-h100-sm90*"])
+    assert path.read_text() == original
+
+
+def test_no_baseline_for_this_machine_is_a_warning_not_a_failure(project):
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines([f"*no baseline for this machine ({machine.machine_key()})*--bench-save=main*"])
