@@ -15,5 +15,8 @@ def _gpu_present() -> bool:
     return os.path.exists("/dev/nvidiactl") or os.path.isdir("/proc/driver/nvidia/gpus")
 
 
+# Triton 3.9 warns until this is set; "1" keeps its current default (fused multiply-add on).
+os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+
 if not _gpu_present():
     os.environ.setdefault("TRITON_INTERPRET", "1")

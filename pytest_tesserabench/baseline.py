@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from filelock import FileLock
+
+from pytest_tesserabench.report.json_report import atomic_write_json
 
 SCHEMA = 1
 NAME_RE = r"[A-Za-z0-9._-]+"
@@ -118,20 +118,6 @@ def strip_samples(run: dict) -> dict:
     return run
 
 
-def _atomic_write_json(path: Path, data: Any) -> None:
-    text = json.dumps(data, sort_keys=True, indent=2, allow_nan=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_run(root: Path, name: str, machine_key: str, run: dict, *, history: int = DEFAULT_HISTORY) -> Path:
     """Append ``run`` to baseline NAME for this machine, keeping the last ``history`` runs."""
     path = baseline_path(root, name, machine_key)
@@ -148,7 +134,7 @@ def save_run(root: Path, name: str, machine_key: str, run: dict, *, history: int
         existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
         runs = list(existing["runs"]) if existing else []
         runs.append(entry)
-        _atomic_write_json(path, {"schema": SCHEMA, "name": name, "machine_key": machine_key,
+        atomic_write_json(path, {"schema": SCHEMA, "name": name, "machine_key": machine_key,
                                   "runs": runs[-history:]})
     return path
 

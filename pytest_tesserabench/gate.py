@@ -39,6 +39,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 from scipy import stats
 
+from pytest_tesserabench.units import format_ms
+
 STATUSES = ("REGRESSED", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED")
 SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
 MIN_RECOMMENDED_HISTORY = 3
@@ -73,18 +75,6 @@ class GateConfig:
             bad("noise_multiple", self.noise_multiple, ">= 0")
         if not 0.5 < self.confidence < 1.0:
             bad("confidence", self.confidence, "between 0.5 and 1 (e.g. 0.95)")
-
-
-def format_ms(ms: float | None) -> str:
-    """A duration in milliseconds in a human unit: '812 ns', '45.6 us', '1.23 ms', '2.10 s'."""
-    if ms is None or not math.isfinite(ms):
-        return "-"
-    for scale, unit in ((1e3, "s"), (1.0, "ms"), (1e-3, "us"), (1e-6, "ns")):
-        if abs(ms) >= scale * 0.9995 or unit == "ns":  # 0.9996 ms reads "1.00 ms", not "1000 us"
-            value = ms / scale
-            digits = f"{value:#.3g}".rstrip(".") if abs(value) < 100 else f"{value:.0f}"
-            return f"{digits} {unit}"
-    raise AssertionError("unreachable")
 
 
 def _pct(ratio: float) -> str:

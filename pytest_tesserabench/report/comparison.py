@@ -8,7 +8,8 @@ from typing import Mapping
 from rich.console import Console
 from rich.table import Table
 
-from pytest_tesserabench.gate import Verdict, format_ms
+from pytest_tesserabench.gate import Verdict
+from pytest_tesserabench.units import format_ms
 
 # What differs between two runs without changing the machine key (DESIGN.md section 6).
 SOFTWARE_KEYS = ("driver", "cuda", "torch", "triton", "python", "numpy")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -38,17 +37,24 @@ def run_document(session, *, with_samples: bool, records: dict[str, dict] | None
 
 
 def write_json(path: Path, document: dict) -> None:
-    """Write atomically: a reader never sees half a file, a failed write leaves the old one."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or Path("."))
+    """The run file: NaN and infinities become null, so any JSON reader can read it."""
+    atomic_write_json(Path(path), finite(document))
+
+
+def atomic_write_json(path: Path, data) -> None:
+    """Sorted keys, two-space indent (diffable); written to a temporary file in the same folder
+    and renamed over the target, so a reader never sees half a file and a failed write leaves
+    the old one."""
+    text = json.dumps(data, sort_keys=True, indent=2, allow_nan=False, default=_default) + "\n"
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(finite(document), handle, indent=2, sort_keys=True, allow_nan=False, default=_default)
-            handle.write("\n")
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
         raise
 
 

@@ -9,15 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-
-def format_time(ms: float | None) -> str:
-    if ms is None:
-        return "-"
-    seconds = ms / 1e3
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.4g} {unit}"
-    return f"{seconds / 1e-9:.4g} ns"
+from pytest_tesserabench.units import format_ms
 
 
 def _rate(value: float | None) -> str:
@@ -54,15 +46,19 @@ def _notes(record: dict) -> str:
     return ", ".join(notes)
 
 
-def relative_speeds(records: list[dict]) -> dict[str, float]:
-    """Each record's speed relative to the first measured call of its own test (1.0 for it)."""
-    first: dict[str, float] = {}
-    speeds = {}
+def relative_speeds(records: list[dict]) -> dict[str, float | None]:
+    """Each record's speed relative to the first measured call of its own test (1.0 for it).
+
+    None where the two were timed differently (an interpreted kernel against a torch CPU call):
+    such a ratio says nothing about either.
+    """
+    first: dict[str, dict] = {}
+    speeds: dict[str, float | None] = {}
     for record in records:
-        test = _test_of(record)
+        reference = first.setdefault(_test_of(record), record)
         median = record["stats"]["median_ms"]
-        first.setdefault(test, median)
-        speeds[record["id"]] = first[test] / median if median > 0 else float("nan")
+        comparable = reference["timer"] == record["timer"] and median > 0
+        speeds[record["id"]] = reference["stats"]["median_ms"] / median if comparable else None
     return speeds
 
 
@@ -78,7 +74,7 @@ def render_summary(records: dict[str, dict], *, width: int = 120, color: bool = 
             half = (s["ci95_ms"][1] - s["ci95_ms"][0]) / 2 / s["median_ms"] if s["median_ms"] else 0
             extra = f"  {record['tflops']:.4g} TFLOP/s" if record.get("tflops") else ""
             extra += f"  {record['gbps']:.4g} GB/s" if record.get("gbps") else ""
-            lines.append(f"{record['id']}  {format_time(s['median_ms'])} ±{half:.1%}{extra}")
+            lines.append(f"{record['id']}  {format_ms(s['median_ms'])} ±{half:.1%}{extra}")
         return "\n".join(lines) + "\n"
 
     groups: dict[str, list[dict]] = defaultdict(list)
@@ -106,12 +102,13 @@ def render_summary(records: dict[str, dict], *, width: int = 120, color: bool = 
             s = record["stats"]
             lo, hi = s["ci95_ms"]
             half = (hi - lo) / 2 / s["median_ms"] if s["median_ms"] else 0.0
-            cells = [row_label(record), format_time(s["median_ms"]), f"{half:.1%}"]
-            cells += [format_time(s["min_ms"]), format_time(s["iqr_ms"])] if wide else []
+            cells = [row_label(record), format_ms(s["median_ms"]), f"{half:.1%}"]
+            cells += [format_ms(s["min_ms"]), format_ms(s["iqr_ms"])] if wide else []
             cells += [str(s["rounds"])]
             cells += [_rate(record.get("tflops"))] if show_tflops else []
             cells += [_rate(record.get("gbps"))] if show_gbps else []
-            cells += [f"{speeds[record['id']]:.2f}x", _notes(record)]
+            speed = speeds[record["id"]]
+            cells += ["-" if speed is None else f"{speed:.2f}x", _notes(record)]
             table.add_row(*cells)
         console.print(table)
     return out.getvalue()

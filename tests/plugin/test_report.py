@@ -1,6 +1,6 @@
 """The terminal summary and its compact form."""
 
-from pytest_tesserabench.report.terminal import format_time, relative_speeds, render_summary, row_label
+from pytest_tesserabench.report.terminal import relative_speeds, render_summary, row_label
 
 
 def record(id_, name, median, group="g", tflops=None, timer="cpu"):
@@ -10,14 +10,12 @@ def record(id_, name, median, group="g", tflops=None, timer="cpu"):
                       "iqr_ms": median * 0.02, "rounds": 7, "noisy": False}}
 
 
-def test_format_time_picks_units():
-    assert [format_time(x) for x in (2500.0, 1.5, 0.0042, 0.0000031)] == ["2.5 s", "1.5 ms", "4.2 us", "3.1 ns"]
-
-
 def test_row_labels_and_relative_speed():
     recs = [record("t.py::test_mm[M=64-bf16]", None, 2.0, tflops=10.0), record("t.py::test_mm[M=64-bf16]", "torch", 1.0)]
     assert [row_label(r) for r in recs] == ["M=64-bf16", "M=64-bf16 · torch"]
     assert relative_speeds(recs) == {recs[0]["id"]: 1.0, recs[1]["id"]: 2.0}
+    recs[0]["timer"] = "interpreter"  # an interpreted kernel beside a CPU call: no ratio
+    assert relative_speeds(recs)[recs[1]["id"]] is None
 
 
 def test_table_per_group():
@@ -31,4 +29,4 @@ def test_table_per_group():
 def test_quiet_is_one_line_per_benchmark():
     recs = {r["id"]: r for r in (record("a.py::t", None, 1.0), record("a.py::t", "x", 2.0))}
     lines = render_summary(recs, quiet=True).splitlines()
-    assert lines == ["a.py::t  1 ms ±1.0%", "a.py::t::x  2 ms ±1.0%"]
+    assert lines == ["a.py::t  1.00 ms ±1.0%", "a.py::t::x  2.00 ms ±1.0%"]
