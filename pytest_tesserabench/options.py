@@ -79,6 +79,12 @@ def _timer(text: str) -> str:
     return text
 
 
+def _peaks(text: str) -> str:
+    if text not in ("table", "measure"):
+        raise ValueError("must be table (datasheet peaks) or measure (measured once per machine, cached)")
+    return text
+
+
 def _bool(text: Any) -> bool:
     if isinstance(text, bool):
         return text
@@ -143,6 +149,8 @@ OPTIONS: tuple[Option, ...] = (
            "(default: the live GPU, else sm_90)", _arch_list, metavar="LIST"),
     Option("bench_ir_dump", "--bench-ir-dump", "write every IR level of each analysed kernel here",
            Path, metavar="DIR"),
+    Option("bench_peaks", "--bench-peaks", "roofline peaks: table (datasheet figures, the default) or "
+           "measure (a large bf16 matmul and a device copy, once per machine, cached)", _peaks, "table", "SOURCE"),
     Option("bench_ncu", "--bench-ncu", "GPU only: hardware counters via Nsight Compute"),
     Option("bench_trace", "--bench-trace", "GPU only: write a Chrome trace per benchmark here",
            Path, metavar="DIR"),
@@ -171,6 +179,7 @@ class Settings:
     timer: str = "auto"
     arch: tuple[str, ...] | None = None
     ir_dump: Path | None = None
+    peaks: str = "table"
     ncu: bool = False
     trace_dir: Path | None = None
     history: int = 10
@@ -183,7 +192,7 @@ _FIELD = {
     "bench": "enabled", "bench_save": "save", "bench_compare": "compare", "bench_json": "json_path",
     "bench_dir": "bench_dir", "bench_threshold": "threshold", "bench_max_time": "max_time",
     "bench_min_rounds": "min_rounds", "bench_warmup": "warmup", "bench_target_ci": "target_ci",
-    "bench_timer": "timer", "bench_arch": "arch", "bench_ir_dump": "ir_dump", "bench_ncu": "ncu",
+    "bench_timer": "timer", "bench_arch": "arch", "bench_ir_dump": "ir_dump", "bench_peaks": "peaks", "bench_ncu": "ncu",
     "bench_trace": "trace_dir", "bench_history": "history", "bench_alpha": "alpha",
     "bench_canary_normalize": "canary_normalize",
 }

@@ -133,7 +133,11 @@ class BenchSession:
 
         if not self._peaks_resolved:
             self._peaks_resolved = True
-            self._peaks = roofline.peaks_for(self.machine_info)
+            if self.settings.peaks == "measure" and self.cache_dir is not None:
+                with self.device_lock():
+                    self._peaks = roofline.measure_peaks(self.cache_dir)
+            else:
+                self._peaks = roofline.peaks_for(self.machine_info)
         if self._peaks is None:
             return None
         try:

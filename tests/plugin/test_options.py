@@ -50,6 +50,8 @@ def test_relative_ini_paths_are_relative_to_rootdir():
         ({"bench_compare": "a/b"}, "--bench-compare='a/b'"),
         ({"bench_save": ".."}, "--bench-save='..'"),
         ({"bench_timer": "wallclock"}, "--bench-timer='wallclock'"),
+        ({"bench_arch": "sm_75"}, "--bench-arch='sm_75'"),
+        ({"bench_peaks": "guess"}, "--bench-peaks='guess'"),
     ],
 )
 def test_bad_values_name_the_option(cli, culprit):
