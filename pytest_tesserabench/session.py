@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import datetime as _dt
 import sys
-import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,7 +20,7 @@ from pytest_tesserabench.options import Settings
 
 # One lock for the whole machine: a CPU benchmark on one worker disturbs a GPU one on another
 # (launch latency, memory bandwidth), so measured sections never overlap.
-LOCK_PATH = Path(tempfile.gettempdir()) / "tesserabench-measure.lock"
+LOCK_NAME = "tesserabench-measure.lock"
 
 
 @dataclass
@@ -73,9 +72,11 @@ class BenchSession:
     # -- measuring -----------------------------------------------------------------------------
     @contextlib.contextmanager
     def device_lock(self):
+        import tempfile
+
         from filelock import FileLock
 
-        with FileLock(str(LOCK_PATH)):
+        with FileLock(str(Path(tempfile.gettempdir()) / LOCK_NAME)):
             yield
 
     @contextlib.contextmanager
