@@ -5,6 +5,7 @@ Nothing here imports torch or triton at module import time, and nothing queries 
 
 from __future__ import annotations
 
+import functools
 import os
 from typing import Any, Iterable, Mapping
 
@@ -12,6 +13,28 @@ from typing import Any, Iterable, Mapping
 def is_interpreting() -> bool:
     """True when Triton kernels run in the CPU interpreter (``TRITON_INTERPRET=1``)."""
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+@functools.lru_cache(maxsize=None)
+def interpreting_at_trace_time() -> Any:
+    """A ``@triton.constexpr_function`` telling a kernel, while it is traced, whether it runs in
+    the CPU interpreter. At module level ``_widen = interpreting_at_trace_time()``, then
+    ``if _widen():`` in the ``@triton.jit`` body.
+
+    Use it instead of a module constant such as ``tl.constexpr(is_interpreting())`` for
+    interpreter-only workarounds. A constant is fixed when the module is imported, so a kernel
+    captured under the interpreter and then compiled for a GPU target (static analysis,
+    ``pytest_tesserabench.inspect``) would keep the workaround. This reads Triton's own flag
+    (``triton.knobs.runtime.interpret``, set from ``TRITON_INTERPRET``) when the kernel is
+    traced: True in the interpreter, a compile-time False in every compile, so the branch
+    costs nothing on a GPU. Built on first use, so importing this module imports no Triton.
+    """
+    import triton
+
+    def interpreting() -> bool:
+        return bool(triton.knobs.runtime.interpret)
+
+    return triton.constexpr_function(interpreting)
 
 
 def next_power_of_2(n: int) -> int:

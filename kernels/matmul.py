@@ -26,6 +26,7 @@ from kernels._common import (
     check_device_runs_triton,
     check_same_device,
     check_tensor,
+    interpreting_at_trace_time,
     is_interpreting,
 )
 
@@ -35,9 +36,10 @@ except ImportError:  # pragma: no cover - older Triton: the pointer kernel serve
     TensorDescriptor = None
 
 # Triton 3.9's interpreter computes bf16 tl.dot wrongly (it multiplies the raw bits); under it
-# the operands are widened to fp32 first, which is exact for 16-bit products. Compiled code is
-# unaffected: this constant is False there.
-_WIDEN_DOT_OPERANDS = tl.constexpr(is_interpreting())
+# the operands are widened to fp32 first, which is exact for 16-bit products. Asked when the
+# kernel is traced, not fixed at import: every compile sees False, including the static
+# analysis of a launch captured in the interpreter, so it analyses the GPU's binary.
+_widen_dot_operands = interpreting_at_trace_time()
 
 
 # --------------------------------------------------------------------------- configs
@@ -211,7 +213,7 @@ def _matmul_kernel(
         k_left = K - k * BLOCK_SIZE_K
         a = tl.load(a_ptrs, mask=offs_k[None, :] < k_left, other=0.0)
         b = tl.load(b_ptrs, mask=offs_k[:, None] < k_left, other=0.0)
-        if _WIDEN_DOT_OPERANDS:
+        if _widen_dot_operands():
             a, b = a.to(tl.float32), b.to(tl.float32)
         if ALLOW_TF32:
             accumulator = tl.dot(a, b, accumulator, input_precision="tf32")
@@ -267,7 +269,7 @@ def _matmul_kernel_tma_persistent(
                 b = b_desc.load([offs_n, offs_k]).T
             else:
                 b = b_desc.load([offs_k, offs_n])
-            if _WIDEN_DOT_OPERANDS:
+            if _widen_dot_operands():
                 a, b = a.to(tl.float32), b.to(tl.float32)
             accumulator = tl.dot(a, b, accumulator)
         if HAS_SCALES:

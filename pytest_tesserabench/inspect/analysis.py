@@ -23,7 +23,9 @@ from .occupancy import theoretical_occupancy
 from .tools import ToolMissing, disassemble
 
 # Bump when the record's content or meaning changes: old cache entries are then ignored.
-ANALYSER_VERSION = "2"
+# 3: records of kernels that failed in an interpreter process (triton.language left patched)
+# must not be served from old caches.
+ANALYSER_VERSION = "3"
 _ARTIFACT_FILES = {"ttir": "ttir", "ttgir": "ttgir", "llir": "llir", "ptx": "ptx", "cubin": "cubin", "sass": "sass"}
 
 
@@ -74,7 +76,9 @@ def _analyse_one(launch: KernelLaunch, arch: str, cache: Path | None) -> tuple[d
     if note:
         record["notes"].append(note)
     # Degraded results (a tool was missing) are not cached: installing the tool must help.
-    if entry is not None and not record.get("degraded"):
+    # Nor are failures: a compile can fail for a reason outside the key (the process state,
+    # as when the interpreter left triton.language patched), and must be retried next run.
+    if entry is not None and not record.get("degraded") and not record.get("error"):
         _store(entry, record, artifacts)
     record.pop("degraded", None)
     return _with_live_fields(record, launch), artifacts

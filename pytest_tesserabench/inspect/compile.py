@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from .archs import ARCH_LIMITS
 from .capture import KernelLaunch
+from .interpreter_state import language_as_compiled
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
 _COMPILE_LOCK = threading.Lock()  # the knobs we set for one compile are process-wide
@@ -108,8 +109,17 @@ def compile_for_arch(launch: KernelLaunch, arch: str) -> CompileOutcome:
 
 @contextlib.contextmanager
 def _compilable_language():
-    """Under TRITON_INTERPRET=1 triton.language's own @jit helpers (tl.sum, tl.cdiv, ...) are
-    InterpretedFunctions, which the compiler cannot call: swap in JIT twins while compiling."""
+    """triton.language as a GPU process has it, while compiling in an interpreter process.
+
+    Members the interpreter left patched get their real values back (`interpreter_state`), and
+    triton.language's own @jit helpers (tl.sum, tl.cdiv, ...), InterpretedFunctions under
+    TRITON_INTERPRET=1 that the compiler cannot call, are swapped for JIT twins."""
+    with language_as_compiled(), _jit_language_helpers():
+        yield
+
+
+@contextlib.contextmanager
+def _jit_language_helpers():
     import sys
 
     from triton.runtime.interpreter import InterpretedFunction

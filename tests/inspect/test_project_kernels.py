@@ -9,13 +9,8 @@ from pytest_tesserabench.inspect import analyse_launches, specialize  # noqa: E4
 
 
 def test_matmul_kernel_uses_tensor_cores_without_spilling(tmp_path):
-    import triton.language as tl
-
-    from pytest_tesserabench.inspect.capture import jit_function_for
-
-    # Module globals computed from is_interpreting() keep their interpreter value in the
-    # compiled twin (docs/static-analysis.md, limits); give this one its GPU value.
-    jit_function_for(matmul._matmul_kernel).__globals__["_WIDEN_DOT_OPERANDS"] = tl.constexpr(False)
+    # No override of the interpreter-only operand widening: it is decided when the kernel is
+    # traced (kernels._common.interpreting_at_trace_time), so every compile sees the GPU value.
     a = torch.empty(512, 512, dtype=torch.float16)
     launch = specialize(matmul._matmul_kernel, (a, a, a, None, None, 512, 512, 512, 512, 1, 512, 1, 512, 1),
                         {"HAS_SCALES": False, "ALLOW_TF32": False, "BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128,
