@@ -41,6 +41,25 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
 
 
+def row_num_warps(block: int) -> int:
+    """Warps for a program that owns one row chunk of ``block`` elements (row kernels)."""
+    if block <= 1024:
+        return 4
+    if block <= 4096:
+        return 8
+    return 16
+
+
+def persistent_row_programs(n_rows: int, num_warps: int, device) -> int:
+    """Persistent grid: as many programs as the SMs hold at once (64 warps each), at most one per row."""
+    if device.type != "cuda":
+        return n_rows
+    import torch
+
+    sms = torch.cuda.get_device_properties(device).multi_processor_count
+    return max(1, min(n_rows, sms * max(1, 64 // num_warps)))
+
+
 def check_tensor(
     kernel: str,
     name: str,

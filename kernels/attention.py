@@ -20,10 +20,16 @@ import math
 import triton
 import triton.language as tl
 
-from kernels._common import check_device_runs_triton, check_same_device, check_tensor, is_interpreting
+from kernels._common import (
+    check_device_runs_triton,
+    check_same_device,
+    check_tensor,
+    interpreting_at_trace_time,
+    is_interpreting,
+)
 
 # See kernels/matmul.py: the 3.9 interpreter's bf16 tl.dot is wrong; widen operands there only.
-_WIDEN_DOT_OPERANDS = tl.constexpr(is_interpreting())
+_widen_dot_operands = interpreting_at_trace_time()
 
 HEAD_DIMS = (64, 128)
 
@@ -79,7 +85,7 @@ def _attn_fwd_inner(
         else:
             k = tl.load(k_ptrs)
         q_op = q
-        if _WIDEN_DOT_OPERANDS:
+        if _widen_dot_operands():
             q_op, k = q.to(tl.float32), k.to(tl.float32)
         qk = tl.dot(q_op, k)
         if MASK_CAUSAL or MASK_BOUNDS:
@@ -101,7 +107,7 @@ def _attn_fwd_inner(
         else:
             v = tl.load(v_ptrs)
         p = p.to(v.dtype)
-        if _WIDEN_DOT_OPERANDS:
+        if _widen_dot_operands():
             p, v = p.to(tl.float32), v.to(tl.float32)
         acc = tl.dot(p, v, acc)
         m_i = m_ij

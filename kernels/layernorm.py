@@ -20,19 +20,13 @@ from kernels._common import (
     check_same_device,
     check_tensor,
     next_power_of_2,
+    persistent_row_programs,
+    row_num_warps,
 )
 
 #: Longest row (elements) kept in registers; longer rows take the looped kernel.
 MAX_FUSED_COLS = 32768
 LOOP_BLOCK = 4096
-
-
-def _num_warps(block: int) -> int:
-    if block <= 1024:
-        return 4
-    if block <= 4096:
-        return 8
-    return 16
 
 
 @triton.jit
@@ -96,13 +90,6 @@ def _norm_looped_kernel(
         tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def _programs_for(n_rows: int, num_warps: int, device) -> int:
-    if device.type != "cuda":
-        return n_rows
-    import torch
-
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    return max(1, min(n_rows, sms * max(1, 64 // num_warps)))
 
 
 def _normalize(kernel_name, x, weight, bias, eps, rms, max_fused_cols):
@@ -138,8 +125,8 @@ def _normalize(kernel_name, x, weight, bias, eps, rms, max_fused_cols):
     flags = dict(RMS=rms, HAS_WEIGHT=weight is not None, HAS_BIAS=bias is not None)
     if n_cols <= max_fused_cols:
         block = next_power_of_2(n_cols)
-        warps = _num_warps(block)
-        _norm_row_kernel[(_programs_for(n_rows, warps, x.device),)](
+        warps = row_num_warps(block)
+        _norm_row_kernel[(persistent_row_programs(n_rows, warps, x.device),)](
             x2, w_arg, b_arg, y, n_rows, n_cols, x2.stride(0), y.stride(0), float(eps),
             **flags, BLOCK=block, num_warps=warps,
         )
@@ -147,7 +134,7 @@ def _normalize(kernel_name, x, weight, bias, eps, rms, max_fused_cols):
         block = min(LOOP_BLOCK, next_power_of_2(max_fused_cols))
         _norm_looped_kernel[(n_rows,)](
             x2, w_arg, b_arg, y, n_cols, x2.stride(0), y.stride(0), float(eps),
-            **flags, BLOCK=block, num_warps=_num_warps(block),
+            **flags, BLOCK=block, num_warps=row_num_warps(block),
         )
     return y.reshape(x.shape)
 

@@ -15,20 +15,18 @@ from __future__ import annotations
 import triton
 import triton.language as tl
 
-from kernels._common import check_device_runs_triton, check_tensor, next_power_of_2
+from kernels._common import (
+    check_device_runs_triton,
+    check_tensor,
+    next_power_of_2,
+    persistent_row_programs,
+    row_num_warps,
+)
 
 #: Longest row (elements) kept entirely in registers; longer rows take the online kernel.
 MAX_FUSED_COLS = 32768
 #: Chunk of a long row processed per step by the online kernel.
 ONLINE_BLOCK = 4096
-
-
-def _num_warps(block: int) -> int:
-    if block <= 1024:
-        return 4
-    if block <= 4096:
-        return 8
-    return 16
 
 
 @triton.jit
@@ -77,14 +75,6 @@ def _softmax_online_kernel(
         tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-def _programs_for(n_rows: int, num_warps: int, device) -> int:
-    """Persistent grid: as many programs as the SMs hold at once (64 warps each), at most one per row."""
-    if device.type != "cuda":
-        return n_rows
-    import torch
-
-    sms = torch.cuda.get_device_properties(device).multi_processor_count
-    return max(1, min(n_rows, sms * max(1, 64 // num_warps)))
 
 
 def softmax(x, *, max_fused_cols: int = MAX_FUSED_COLS):
@@ -107,8 +97,8 @@ def softmax(x, *, max_fused_cols: int = MAX_FUSED_COLS):
         return y.reshape(x.shape)
     if n_cols <= max_fused_cols:
         block = next_power_of_2(n_cols)
-        warps = _num_warps(block)
-        _softmax_row_kernel[(_programs_for(n_rows, warps, x.device),)](
+        warps = row_num_warps(block)
+        _softmax_row_kernel[(persistent_row_programs(n_rows, warps, x.device),)](
             x2, y, n_rows, n_cols, x2.stride(0), y.stride(0),
             BLOCK=block, num_warps=warps,
         )
@@ -116,7 +106,7 @@ def softmax(x, *, max_fused_cols: int = MAX_FUSED_COLS):
         block = min(ONLINE_BLOCK, next_power_of_2(max_fused_cols))
         _softmax_online_kernel[(n_rows,)](
             x2, y, n_cols, x2.stride(0), y.stride(0),
-            BLOCK=block, num_warps=_num_warps(block),
+            BLOCK=block, num_warps=row_num_warps(block),
         )
     return y.reshape(x.shape)
 
