@@ -1,0 +1,72 @@
+"""Static kernel analysis through the plugin: records, terminal section, IR dump, and the
+deterministic gate on a GPU-less machine (kernels run in the Triton interpreter here)."""
+
+import json
+import os
+
+import pytest
+
+triton = pytest.importorskip("triton")
+torch = pytest.importorskip("torch")
+
+pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
+                                reason="exercises the interpreter path; a GPU run covers the compiled one")
+
+KERNEL_TEST = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _scale_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) * 2.0, mask=mask)
+
+def scale(x):
+    y = torch.empty_like(x)
+    # One warp over 2048 elements: many registers per thread, so occupancy is below 100%.
+    _scale_kernel[(triton.cdiv(x.numel(), 2048),)](x, y, x.numel(), BLOCK=2048, num_warps=1)
+    return y
+
+def test_scale(bench):
+    x = torch.arange(1000, dtype=torch.float32)
+    y = bench(scale, x, bytes=8000)
+    bench.check_accuracy(y, x * 2, "fp32")
+"""
+FAST = ("--bench-max-time=0.01", "--bench-warmup=0", "--bench-min-rounds=2")
+
+
+def test_kernels_are_recorded_shown_and_dumped(pytester, tmp_path):
+    pytester.makepyfile(test_k=KERNEL_TEST)
+    out, dump = tmp_path / "run.json", tmp_path / "ir"
+    result = pytester.runpytest("--bench", "--bench-arch=sm_90,sm_80", f"--bench-json={out}",
+                                f"--bench-ir-dump={dump}", *FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*static kernel analysis*", "*_scale_kernel sm_90*regs *occ *", "*_scale_kernel sm_80*"])
+    record = json.loads(out.read_text())["benchmarks"]["test_k.py::test_scale"]
+    assert record["timer"] == "interpreter"
+    kernels = {k["arch"]: k for k in record["kernels"]}
+    assert set(kernels) == {"sm_90", "sm_80"}
+    for kernel in kernels.values():
+        assert kernel["name"] == "_scale_kernel" and not kernel.get("error")
+        assert kernel["registers"] > 0 and kernel["spill_bytes"] == 0 and 0 < kernel["occupancy"] <= 1
+        assert kernel["constexprs"] == {"BLOCK": 2048} and kernel["num_warps"] == 1
+        assert set(kernel["compile_ms"]) >= {"ttir", "ttgir", "llir", "ptx", "cubin"}
+    dumped = {p.suffix for p in dump.rglob("*") if p.is_file()}
+    assert {".ttir", ".ttgir", ".llir", ".ptx", ".cubin"} <= dumped
+
+
+def test_lower_occupancy_than_the_baseline_fails_without_statistics(pytester, monkeypatch):
+    from pytest_tesserabench import machine
+
+    pytester.makepyfile(test_k=KERNEL_TEST)
+    pytester.runpytest("--bench-save=main", *FAST).assert_outcomes(passed=1)
+    path = pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
+    data = json.loads(path.read_text())
+    (kernel,) = data["runs"][0]["benchmarks"]["test_k.py::test_scale"]["kernels"]
+    assert kernel["occupancy"] < 1.0
+    # Pretend the baseline's kernel reached full occupancy: this run's is lower, deterministically.
+    kernel["occupancy"] = 1.0
+    path.write_text(json.dumps(data))
+    result = pytester.runpytest("--bench-compare=main", *FAST)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*REGRESSED*kernel _scale_kernel (sm_90): occupancy 1.00 -> 0.*"])
