@@ -116,3 +116,15 @@ def test_no_baseline_for_this_machine_is_a_warning_not_a_failure(project):
     result = project.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([f"*no baseline for this machine ({machine.machine_key()})*--bench-save=main*"])
+
+
+def test_the_gate_under_xdist(project, monkeypatch):
+    save_three(project, monkeypatch)
+    monkeypatch.setenv("SLOWER_c", "1.3")
+    result = project.runpytest("-n", "2", "--bench-compare=main", "--bench-save=main", *ARGS)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_work[[]c[]]: REGRESSED (severe)*", "*1 regressed, 2 unchanged*"])
+    after = json.loads(baseline_file(project).read_text())  # saved once, by the controller
+    assert len(after["runs"]) == 4
+    assert sorted(after["runs"][-1]["benchmarks"]) == ["test_kernels.py::test_work[a]", "test_kernels.py::test_work[b]"]
