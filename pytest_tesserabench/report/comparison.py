@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from typing import Mapping
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -42,29 +43,31 @@ def _verdict_text(verdict: Verdict) -> str:
 def render_comparison(verdicts: Mapping[str, Verdict], *, version_diffs: list[str],
                       canary_ratio: float | None, width: int = 120, color: bool = False) -> str:
     """The terminal comparison section as text (ANSI colours only when ``color``)."""
-    table = Table(title="benchmark comparison", title_justify="left", expand=False, show_lines=False)
-    table.add_column("benchmark", overflow="fold")
-    table.add_column("baseline", justify="right")
-    table.add_column("now", justify="right")
-    table.add_column("change [95% CI]", justify="right")
-    table.add_column("p", justify="right")
-    table.add_column("runs", justify="right")
+    # The verdict comes first after the name; numbers never wrap (a split number misleads); on a
+    # narrow terminal p and the history length give way.
+    wide = width >= 110
+    table = Table(title="benchmark comparison", title_justify="left", expand=False, box=box.SIMPLE_HEAD,
+                  pad_edge=False)
+    table.add_column("benchmark", overflow="fold", ratio=1, min_width=16)
     table.add_column("verdict", overflow="fold")
+    table.add_column("change [95% CI]", justify="right", no_wrap=True)
+    table.add_column("baseline", justify="right", no_wrap=True)
+    table.add_column("now", justify="right", no_wrap=True)
+    if wide:
+        table.add_column("p", justify="right", no_wrap=True)
+        table.add_column("runs", justify="right", no_wrap=True)
     for verdict in sorted(verdicts.values(), key=lambda v: (_ORDER.get(v.status, 99), v.id)):
-        table.add_row(
-            verdict.id,
-            format_ms(verdict.baseline_ms),
-            format_ms(verdict.candidate_ms),
-            verdict.change_text(),
-            "-" if verdict.p_value is None else f"{verdict.p_value:.2g}",
-            str(verdict.history) if verdict.history else "-",
-            _verdict_text(verdict),
-            style=_STYLE.get(verdict.status),
-        )
+        cells = [verdict.id, _verdict_text(verdict), verdict.change_text(),
+                 format_ms(verdict.baseline_ms), format_ms(verdict.candidate_ms)]
+        if wide:
+            cells += ["-" if verdict.p_value is None else f"{verdict.p_value:.2g}",
+                      str(verdict.history) if verdict.history else "-"]
+        table.add_row(*cells, style=_STYLE.get(verdict.status))
 
     buffer = io.StringIO()
+    # markup=False: node ids hold brackets ("test_x[M=64]") that rich would read as style tags.
     console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
-                      color_system="standard" if color else None, highlight=False, emoji=False)
+                      color_system="standard" if color else None, highlight=False, emoji=False, markup=False)
     console.print(table)
     counts: dict[str, int] = {}
     for verdict in verdicts.values():

@@ -83,7 +83,9 @@ def render_summary(records: dict[str, dict], *, width: int = 120, color: bool = 
     show_tflops = any(r.get("tflops") for r in ordered)
     show_gbps = any(r.get("gbps") for r in ordered)
     out = io.StringIO()
-    console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False)
+    # markup=False: labels and notes are data, never rich style tags.
+    console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False,
+                      markup=False)
     for group, members in groups.items():
         table = Table(title=group, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
                       pad_edge=False, collapse_padding=True)

@@ -128,3 +128,18 @@ def test_the_gate_under_xdist(project, monkeypatch):
     after = json.loads(baseline_file(project).read_text())  # saved once, by the controller
     assert len(after["runs"]) == 4
     assert sorted(after["runs"][-1]["benchmarks"]) == ["test_kernels.py::test_work[a]", "test_kernels.py::test_work[b]"]
+
+
+def test_bench_dir_and_threshold_options(project, monkeypatch, tmp_path):
+    store = tmp_path / "elsewhere"
+    for run in range(3):
+        monkeypatch.setenv("RUN", str(run))
+        project.runpytest("--bench-save=nightly", f"--bench-dir={store}", *ARGS).assert_outcomes(passed=3)
+    assert (store / "nightly" / f"{machine.machine_key()}.json").is_file()
+    assert not (project.path / "baselines").exists()
+    monkeypatch.setenv("RUN", "99")
+    monkeypatch.setenv("SLOWER_a", "1.3")
+    # A 30% slowdown is below a 50% threshold: reported, not failed.
+    result = project.runpytest("--bench-compare=nightly", f"--bench-dir={store}", "--bench-threshold=50", *ARGS)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*UNCHANGED*+[23]?.?% [[]+*"])
