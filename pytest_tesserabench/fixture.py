@@ -69,8 +69,12 @@ class Bench:
             with profiling.ncu_region():
                 return fn(*args, **kwargs)
         session = self._session
-        with session.capture_kernels() as launches:
-            result = fn(*args, **kwargs)  # an exception propagates: the test errors, nothing is recorded
+        try:
+            with session.capture_kernels() as launches:
+                result = fn(*args, **kwargs)
+        except BaseException as exc:  # the test fails with the function's own exception
+            _explain(exc, fn, name, "its first call")
+            raise
         interpreted = bool(launches) and any(getattr(launch, "interpreted", False) for launch in launches)
         call = _bind(fn, args, kwargs)
         timer = timing.make_timer(self._settings.timer, call, args, kwargs, interpreted=interpreted)
@@ -82,9 +86,13 @@ class Bench:
             warmup=0.0 if interpreted else self._settings.warmup,
             target_ci=self._settings.target_ci,
         )
-        with session.device_lock(), session.telemetry(timer) as telemetry:
-            measurement = sampling.measure(timer, budget)
-            telemetry.calls = measurement.calls
+        try:
+            with session.device_lock(), session.telemetry(timer) as telemetry:
+                measurement = sampling.measure(timer, budget)
+                telemetry.calls = measurement.calls
+        except BaseException as exc:
+            _explain(exc, fn, name, "measurement (it passed its first call)")
+            raise
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
         if telemetry.result is not None:
             record["telemetry"] = telemetry.result
@@ -187,6 +195,19 @@ class Bench:
         from pytest_tesserabench import machine
 
         return machine.cuda_capability() is not None
+
+
+def _explain(exc: BaseException, fn, name: str | None, when: str) -> None:
+    """Add a note to an exception raised by the measured function: which call, and that nothing
+    was recorded; for running out of device memory, what to do."""
+    if not hasattr(exc, "add_note") or isinstance(exc, (KeyboardInterrupt, SystemExit)):
+        return
+    label = getattr(fn, "__qualname__", None) or repr(fn)
+    exc.add_note(f"tesserabench: raised by {label}{'' if name is None else f' (name={name!r})'} during "
+                 f"{when}; nothing was recorded for this benchmark")
+    if "OutOfMemory" in type(exc).__name__:
+        exc.add_note("tesserabench: the device ran out of memory: measure a smaller size, or free tensors "
+                     "the test keeps alive (the L2 flush buffer needs twice the L2 size on top)")
 
 
 def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:

@@ -95,7 +95,8 @@ def test_a_function_that_raises_errors_the_test_and_records_nothing(pytester, fa
     """)
     result = pytester.runpytest("--bench", f"--bench-json={out}", *fast)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*KeyError: 'kernel exploded'*"])
+    result.stdout.fnmatch_lines(["*KeyError: 'kernel exploded'*",
+                                 "*tesserabench: raised by boom during its first call; nothing was recorded*"])
     assert list(json.loads(out.read_text())["benchmarks"]) == ["test_a_function_that_raises_errors_the_test_and_records_nothing.py::test_ok"]
 
 
@@ -214,3 +215,19 @@ def test_bench_ncu_without_ncu_is_a_clear_skip(pytester, fast, tmp_path, monkeyp
     result.stdout.fnmatch_lines(["*--bench-ncu: hardware counters skipped:*"])
     rec = json.loads(out.read_text())["benchmarks"]["test_bench_ncu_without_ncu_is_a_clear_skip.py::test_a"]
     assert rec["ncu"]["available"] is False and rec["ncu"]["reason"]
+
+
+def test_a_function_that_fails_while_measured_is_explained(pytester, fast, tmp_path):
+    pytester.makepyfile("""
+        calls = []
+        def flaky():
+            calls.append(1)
+            if len(calls) > 3:
+                raise MemoryError("out of memory")
+        def test_a(bench):
+            bench(flaky)
+    """)
+    result = pytester.runpytest("--bench", *fast)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*MemoryError: out of memory*",
+                                 "*raised by flaky during measurement (it passed its first call)*"])
