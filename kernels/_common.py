@@ -41,6 +41,17 @@ def next_power_of_2(n: int) -> int:
     return 1 if n <= 1 else 1 << (int(n) - 1).bit_length()
 
 
+def as_rows(x):
+    """``x`` viewed as [rows, cols] with unit column stride, and an empty output of that shape."""
+    import torch
+
+    n_cols = x.shape[-1]
+    x2 = x.reshape(-1, n_cols) if n_cols else x.reshape(-1, 0)
+    if x2.numel() and x2.stride(-1) != 1:
+        x2 = x2.contiguous()
+    return x2, torch.empty(x2.shape, dtype=x.dtype, device=x.device)
+
+
 def row_num_warps(block: int) -> int:
     """Warps for a program that owns one row chunk of ``block`` elements (row kernels)."""
     if block <= 1024:

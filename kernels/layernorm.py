@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from kernels._common import (
+    as_rows,
     check_device_runs_triton,
     check_same_device,
     check_tensor,
@@ -112,10 +113,7 @@ def _normalize(kernel_name, x, weight, bias, eps, rms, max_fused_cols):
     if not (isinstance(eps, (int, float)) and eps >= 0):
         raise ValueError(f"{kernel_name}: eps must be a non-negative number, got {eps!r}")
 
-    x2 = x.reshape(-1, n_cols)
-    if x2.numel() and x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    y = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
+    x2, y = as_rows(x)
     n_rows = x2.shape[0]
     if n_rows == 0 or n_cols == 0:
         return y.reshape(x.shape)

@@ -16,6 +16,7 @@ import triton
 import triton.language as tl
 
 from kernels._common import (
+    as_rows,
     check_device_runs_triton,
     check_tensor,
     next_power_of_2,
@@ -88,10 +89,7 @@ def softmax(x, *, max_fused_cols: int = MAX_FUSED_COLS):
     check_tensor("softmax", "x", x, dtypes=(torch.float32, torch.float16, torch.bfloat16), ndim=range(1, 9))
     check_device_runs_triton("softmax", x)
     n_cols = x.shape[-1]
-    x2 = x.reshape(-1, n_cols) if n_cols else x.reshape(-1, 0)
-    if x2.numel() and x2.stride(-1) != 1:
-        x2 = x2.contiguous()
-    y = torch.empty(x2.shape, dtype=x.dtype, device=x.device)
+    x2, y = as_rows(x)
     n_rows = x2.shape[0]
     if n_rows == 0 or n_cols == 0:
         return y.reshape(x.shape)
