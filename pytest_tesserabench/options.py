@@ -97,14 +97,11 @@ def _bool(text: Any) -> bool:
 
 
 def _arch_list(text: str) -> tuple[str, ...]:
-    # Validated against the static analyser's accepted targets when that package is present.
+    from pytest_tesserabench.inspect import parse_archs  # the analyser's own list of targets
+
     archs = tuple(a.strip().lower() for a in str(text).split(",") if a.strip())
     if not archs:
         raise ValueError("must name at least one target, like sm_90 or sm_90,sm_80")
-    try:
-        from pytest_tesserabench.inspect import parse_archs
-    except ImportError:
-        return archs
     return tuple(parse_archs(",".join(archs)))
 
 

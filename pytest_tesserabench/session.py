@@ -37,7 +37,6 @@ class BenchSession:
         self.is_worker = is_worker
         self.started = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.records: dict[str, dict] = {}  # id -> record, in completion order
-        self.outcomes: dict[str, str] = {}  # nodeid -> "passed" | "failed" | "skipped"
         self._machine_info: dict | None = None
         self._peaks: Any = None
         self._peaks_resolved = False
@@ -61,14 +60,6 @@ class BenchSession:
             self._machine_info = machine.machine_info()
         return self._machine_info
 
-    def default_archs(self) -> tuple[str, ...]:
-        if self.settings.arch:
-            return self.settings.arch
-        from pytest_tesserabench import machine
-
-        capability = machine.cuda_capability()
-        return ("sm_%d%d" % capability,) if capability else ("sm_90",)
-
     # -- measuring -----------------------------------------------------------------------------
     @contextlib.contextmanager
     def device_lock(self):
@@ -85,11 +76,8 @@ class BenchSession:
         if "triton" not in sys.modules:
             yield []
             return
-        try:
-            from pytest_tesserabench.inspect import capture_launches
-        except ImportError:  # static analysis not installed: measuring still works
-            yield []
-            return
+        from pytest_tesserabench.inspect import capture_launches
+
         with capture_launches() as launches:
             yield launches
 
@@ -114,13 +102,11 @@ class BenchSession:
         """Static analysis of the captured kernels for each target arch; never fails a benchmark."""
         if not launches:
             return []
-        try:
-            from pytest_tesserabench.inspect import analyse_launches
-        except ImportError:
-            return []
+        from pytest_tesserabench.inspect import analyse_launches, default_archs
+
         cache = self.cache_dir / "inspect" if self.cache_dir else None
         try:
-            return analyse_launches(launches, archs=self.default_archs(), cache_dir=cache,
+            return analyse_launches(launches, archs=self.settings.arch or default_archs(), cache_dir=cache,
                                     dump_dir=self.settings.ir_dump)
         except Exception as exc:  # analysis is a report, not a precondition for measuring
             warnings.warn(f"static kernel analysis failed for {record_id}: {type(exc).__name__}: {exc}", stacklevel=1)
