@@ -116,7 +116,8 @@ def _show(args: argparse.Namespace, out, err) -> int:
                   f"`pytest --bench-save={args.name}`", file=err)
             return EXIT_USAGE
     buffer = io.StringIO()
-    console = Console(file=buffer, width=args.width, no_color=True, color_system=None, highlight=False)
+    console = Console(file=buffer, width=args.width, no_color=True, color_system=None, highlight=False,
+                      markup=False)  # branch names and paths are data, not rich style tags
     for path in files:
         data = load_baseline(path, machine_key=path.stem)
         table = Table(title=f"{args.name} on {data['machine_key']} ({path})", title_justify="left")
@@ -137,11 +138,8 @@ def _show(args: argparse.Namespace, out, err) -> int:
 
 
 def _inspect(rest: list[str], out, err) -> int:
-    try:
-        from pytest_tesserabench.inspect.cli import add_arguments, run
-    except ImportError as exc:
-        print(f"tesserabench inspect is not available in this installation ({exc})", file=err)
-        return EXIT_USAGE
+    from pytest_tesserabench.inspect.cli import add_arguments, run
+
     parser = argparse.ArgumentParser(prog="tesserabench inspect")
     add_arguments(parser)
     try:

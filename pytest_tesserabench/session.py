@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import functools
 import sys
 import warnings
 from dataclasses import dataclass
@@ -37,7 +38,6 @@ class BenchSession:
         self.is_worker = is_worker
         self.started = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.records: dict[str, dict] = {}  # id -> record, in completion order
-        self._machine_info: dict | None = None
         self._peaks: Any = None
         self._peaks_resolved = False
         self.canary_ms: list[float] = []
@@ -52,13 +52,18 @@ class BenchSession:
             self.records[record["id"]] = record
 
     # -- the machine ------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def machine_info(self) -> dict:
-        if self._machine_info is None:
-            from pytest_tesserabench import machine
+        from pytest_tesserabench import machine
 
-            self._machine_info = machine.machine_info()
-        return self._machine_info
+        return machine.machine_info()
+
+    @functools.cached_property
+    def commit(self) -> dict:
+        """sha, branch and dirty flag of the checkout (asked once: --bench-json and --bench-save share it)."""
+        from pytest_tesserabench.baseline import git_commit_info
+
+        return git_commit_info(self.rootdir)
 
     # -- measuring -----------------------------------------------------------------------------
     @contextlib.contextmanager

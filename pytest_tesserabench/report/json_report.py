@@ -19,19 +19,12 @@ def run_document(session, *, with_samples: bool, records: dict[str, dict] | None
         if not with_samples:
             entry.pop("samples_ms", None)
         benchmarks[record_id] = entry
-    commit = {"sha": None, "branch": None, "dirty": None}
-    try:
-        from pytest_tesserabench.baseline import git_commit_info
-
-        commit = git_commit_info(session.rootdir)
-    except ImportError:
-        pass
     return {
         "schema": SCHEMA,
         "machine": session.machine_info,
-        "commit": commit,
+        "commit": session.commit,
         "started": session.started,
-        "canary_ms": list(getattr(session, "canary_ms", []) or []),
+        "canary_ms": list(session.canary_ms),
         "benchmarks": benchmarks,
     }
 
