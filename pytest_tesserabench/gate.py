@@ -401,12 +401,14 @@ def baseline_priors(baseline_runs: list[dict], floor: float) -> dict[str, float]
 
 def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: GateConfig | None = None,
                  *, n_compared: int | None = None,
-                 thresholds: Mapping[str, float] | None = None) -> dict[str, Verdict]:
+                 thresholds: Mapping[str, float] | None = None,
+                 priors: Mapping[str, float] | None = None) -> dict[str, Verdict]:
     """Verdict per benchmark id, for the candidate run(s) against the baseline history.
 
     ``n_compared``: the number of benchmarks the suite compares (m in alpha / m); by default the
     number gated here. ``thresholds``: per-benchmark overrides of ``config.threshold`` (the
-    ``bench(threshold=...)`` marker).
+    ``bench(threshold=...)`` marker). ``priors``: ``baseline_priors(baseline_runs, floor)``
+    when the caller judges many tests against one baseline and computes it once.
     """
     config = config or GateConfig()
     thresholds = thresholds or {}
@@ -449,7 +451,8 @@ def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: 
     if gated:
         m = n_compared if n_compared is not None else len(gated)
         nc_all = concat_components(g[1] for g in gated)
-        priors = baseline_priors(baseline_runs, config.between_run_floor)
+        if priors is None:
+            priors = baseline_priors(baseline_runs, config.between_run_floor)
         prior = np.array([priors.get(g[0], config.between_run_floor**2) for g in gated])
         ratio = canary_ratio(candidate_runs, baseline_runs) if config.normalize_by_canary else None
         shift = math.log(ratio) if ratio else 0.0

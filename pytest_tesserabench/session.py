@@ -181,16 +181,30 @@ class BenchSession:
         selected = set(nodeids)
         self.n_compared = sum(1 for test in _baseline_tests(self.baseline).values() if test in selected)
 
+    @functools.cached_property
+    def gate_config(self):
+        from pytest_tesserabench import gate
+
+        return gate.GateConfig(alpha=self.settings.alpha, threshold=self.settings.threshold,
+                               normalize_by_canary=self.settings.canary_normalize)
+
+    @functools.cached_property
+    def baseline_priors(self) -> dict[str, float]:
+        """The gate's per-benchmark drift priors: a function of the baseline alone, so computed
+        once per session rather than once per test."""
+        from pytest_tesserabench import gate
+
+        return gate.baseline_priors(self.baseline["runs"], self.gate_config.between_run_floor)
+
     def judge(self, records: list[dict], threshold: float) -> dict:
         """Verdicts for one test's records against the baseline (id -> Verdict)."""
         from pytest_tesserabench import gate
 
-        config = gate.GateConfig(alpha=self.settings.alpha, threshold=self.settings.threshold,
-                                 normalize_by_canary=self.settings.canary_normalize)
         candidate = {"canary_ms": self.canary_ms, "benchmarks": {r["id"]: r for r in records}}
-        verdicts = gate.compare_runs([candidate], self.baseline["runs"], config,
+        verdicts = gate.compare_runs([candidate], self.baseline["runs"], self.gate_config,
                                      n_compared=max(self.n_compared, len(records)),
-                                     thresholds={r["id"]: threshold for r in records})
+                                     thresholds={r["id"]: threshold for r in records},
+                                     priors=self.baseline_priors)
         return {i: v for i, v in verdicts.items() if i in candidate["benchmarks"]}
 
     def comparison_verdicts(self) -> dict:

@@ -169,3 +169,14 @@ def test_a_verdict_does_not_depend_on_which_other_benchmarks_ran(rng):
         alone_run = {**cand[0], "benchmarks": {bench_id: cand[0]["benchmarks"][bench_id]}}
         alone = compare_runs([alone_run], base, n_compared=len(IDS))[bench_id]
         assert (alone.status, alone.p_value) == (whole[bench_id].status, pytest.approx(whole[bench_id].p_value))
+
+
+def test_precomputed_priors_give_the_same_verdicts(rng):
+    from pytest_tesserabench.gate import baseline_priors
+
+    base = make_runs(4, rng, drift=0.01)
+    cand = make_runs(1, rng, scale={IDS[2]: 1.08})
+    priors = baseline_priors(base, GateConfig().between_run_floor)
+    assert set(priors) == set(IDS)
+    fresh, cached = compare_runs(cand, base), compare_runs(cand, base, priors=priors)
+    assert {i: (v.status, v.p_value) for i, v in fresh.items()} == {i: (v.status, v.p_value) for i, v in cached.items()}
