@@ -80,12 +80,13 @@ def summarize(rounds_ms, samples_ms=None, *, noisy: bool = False) -> dict:
     stdev = float(np.std(r, ddof=1)) if r.size > 1 else 0.0
     mean = float(np.mean(r))
     lo, hi = median_ci(r)
+    extremes = r if samples_ms is None or len(samples_ms) == 0 else np.asarray(samples_ms, dtype=float)
     return {
         "median_ms": median,
         "ci95_ms": [lo, hi],
         "mean_ms": mean,
-        "min_ms": float(np.min(r) if samples_ms is None or len(samples_ms) == 0 else np.min(samples_ms)),
-        "max_ms": float(np.max(r) if samples_ms is None or len(samples_ms) == 0 else np.max(samples_ms)),
+        "min_ms": float(np.min(extremes)),
+        "max_ms": float(np.max(extremes)),
         "iqr_ms": float(q3 - q1),
         "stdev_ms": stdev,
         "cv": stdev / mean if mean > 0 else 0.0,
