@@ -19,7 +19,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "gate"))
 from gate_simulation import (  # noqa: E402
-    Scenario, fixed_threshold_flags, gate_flags, mann_whitney_flags, simulate,
+    Scenario,
+    fixed_threshold_flags,
+    gate_flags,
+    mann_whitney_flags,
+    simulate,
 )
 
 from pytest_tesserabench.gate import GateConfig  # noqa: E402
@@ -35,9 +39,14 @@ def main() -> None:
     config = GateConfig()
     rows = [(h, d, s) for h in (3, 10) for d in (0.005, 0.01, 0.02) for s in (0.0, 0.05, 0.10)]
     started = time.perf_counter()
-    print(f"m = {args.suite_size} benchmarks per suite, {args.suites} suites per row "
-          f"({args.suites * args.suite_size} comparisons), seed {args.seed}\n")
-    print("| history | drift | injected | gate | fixed median > 5% | Mann-Whitney p < 0.05 | gate: suites with any failure |")
+    print(
+        f"m = {args.suite_size} benchmarks per suite, {args.suites} suites per row "
+        f"({args.suites * args.suite_size} comparisons), seed {args.seed}\n"
+    )
+    print(
+        "| history | drift | injected | gate | fixed median > 5% | Mann-Whitney p < 0.05 "
+        "| gate: suites with any failure |"
+    )
     print("|---:|---:|---:|---:|---:|---:|---:|")
     for history, drift, slowdown in rows:
         sc = Scenario(history=history, drift=drift, slowdown=slowdown, suite_size=args.suite_size)
@@ -46,8 +55,10 @@ def main() -> None:
         fixed = fixed_threshold_flags(base, cand)
         mw = mann_whitney_flags(base, cand)
         kind = "A/A" if slowdown == 0 else f"+{slowdown:.0%}"
-        print(f"| {history} | {drift:.1%} | {kind} | {gate.mean():.2%} | {fixed.mean():.2%} | {mw.mean():.2%} "
-              f"| {gate.any(axis=1).mean():.1%} |")
+        print(
+            f"| {history} | {drift:.1%} | {kind} | {gate.mean():.2%} | {fixed.mean():.2%} | {mw.mean():.2%} "
+            f"| {gate.any(axis=1).mean():.1%} |"
+        )
     print(f"\n({time.perf_counter() - started:.1f} s)")
 
 

@@ -56,13 +56,10 @@ ADD_10US_ELEMENTS = 2_500_000
 ADD_2US_ELEMENTS = 65_536
 
 KERNELS = {
-    "matmul": KernelSpec("matmul", f"torch.matmul bf16 {MATMUL_N}^3", 2 * MATMUL_N**3,
-                         3 * MATMUL_N**2 * 2),
+    "matmul": KernelSpec("matmul", f"torch.matmul bf16 {MATMUL_N}^3", 2 * MATMUL_N**3, 3 * MATMUL_N**2 * 2),
     "copy": KernelSpec("copy", "1 GiB device-to-device copy", None, 2 * COPY_BYTES),
-    "add_10us": KernelSpec("add_10us", f"fp32 add, {ADD_10US_ELEMENTS:,} elements", None,
-                           3 * 4 * ADD_10US_ELEMENTS),
-    "add_2us": KernelSpec("add_2us", f"fp32 add, {ADD_2US_ELEMENTS:,} elements", None,
-                          3 * 4 * ADD_2US_ELEMENTS),
+    "add_10us": KernelSpec("add_10us", f"fp32 add, {ADD_10US_ELEMENTS:,} elements", None, 3 * 4 * ADD_10US_ELEMENTS),
+    "add_2us": KernelSpec("add_2us", f"fp32 add, {ADD_2US_ELEMENTS:,} elements", None, 3 * 4 * ADD_2US_ELEMENTS),
 }
 METHODS = ("do_bench", "cudagraph", "events", "events+flush", "batched", "ncu")
 
@@ -70,21 +67,22 @@ METHODS = ("do_bench", "cudagraph", "events", "events+flush", "batched", "ncu")
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Compare kernel timers on a CUDA GPU (do_bench, CUDA graphs, CUDA events "
-                    "with and without an L2 flush, Nsight Compute) and print a markdown table.")
-    parser.add_argument("--kernels", default=",".join(KERNELS),
-                        help=f"comma-separated subset of {', '.join(KERNELS)} (default: all)")
-    parser.add_argument("--reps", type=int, default=200,
-                        help="timed calls per event-based method (default 200)")
-    parser.add_argument("--ncu", action="store_true",
-                        help="also run each kernel under Nsight Compute for gpu__time_duration")
+        "with and without an L2 flush, Nsight Compute) and print a markdown table."
+    )
+    parser.add_argument(
+        "--kernels", default=",".join(KERNELS), help=f"comma-separated subset of {', '.join(KERNELS)} (default: all)"
+    )
+    parser.add_argument("--reps", type=int, default=200, help="timed calls per event-based method (default 200)")
+    parser.add_argument(
+        "--ncu", action="store_true", help="also run each kernel under Nsight Compute for gpu__time_duration"
+    )
     parser.add_argument("--json", type=Path, help="also write the raw figures to this file")
     parser.add_argument("--ncu-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     names = [name.strip() for name in args.kernels.split(",") if name.strip()]
     unknown = [name for name in names if name not in KERNELS]
     if unknown or not names:
-        parser.error(f"--kernels: unknown {unknown or 'empty list'}; choose from "
-                     f"{', '.join(KERNELS)}")
+        parser.error(f"--kernels: unknown {unknown or 'empty list'}; choose from {', '.join(KERNELS)}")
     if args.reps < 10:
         parser.error(f"--reps must be at least 10 for a meaningful median, got {args.reps}")
     args.kernels = names
@@ -92,6 +90,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # ---- formatting (CPU-testable) -------------------------------------------------------------
+
 
 def format_us(ms: float | None) -> str:
     """Milliseconds as microseconds with about four significant digits; a dash when absent."""
@@ -103,10 +102,11 @@ def format_us(ms: float | None) -> str:
 
 def format_table(results: dict[str, dict[str, float | None]]) -> str:
     """Markdown table: one row per kernel, one column per method, microseconds per call."""
-    methods = [method for method in METHODS
-               if any(row.get(method) is not None for row in results.values())]
-    lines = ["| kernel | " + " | ".join(f"{method} (µs)" for method in methods) + " |",
-             "|---|" + "---:|" * len(methods)]
+    methods = [method for method in METHODS if any(row.get(method) is not None for row in results.values())]
+    lines = [
+        "| kernel | " + " | ".join(f"{method} (µs)" for method in methods) + " |",
+        "|---|" + "---:|" * len(methods),
+    ]
     for name, row in results.items():
         label = KERNELS[name].description if name in KERNELS else name
         lines.append(f"| {label} | " + " | ".join(format_us(row.get(m)) for m in methods) + " |")
@@ -122,6 +122,7 @@ def ncu_ms_per_call(csv_text: str, calls: int) -> float:
 
 
 # ---- GPU work ------------------------------------------------------------------------------
+
 
 def make_kernel(name: str):
     """A zero-argument callable launching the kernel on freshly made random inputs."""
@@ -147,8 +148,7 @@ def time_with_events(fn, reps: int, flush: bool) -> float:
 
     flush_buffer = None
     if flush:
-        flush_buffer = torch.empty(2 * machine.l2_cache_bytes() // 4, device="cuda",
-                                   dtype=torch.float32)
+        flush_buffer = torch.empty(2 * machine.l2_cache_bytes() // 4, device="cuda", dtype=torch.float32)
     for _ in range(10):
         fn()
     torch.cuda.synchronize()
@@ -225,10 +225,26 @@ def measure_with_ncu(name: str) -> float | None:
         log = Path(folder, "ncu.csv")
         # --clock-control none: ncu otherwise locks base clocks and its times would not be
         # comparable with the other columns, measured at whatever clock the GPU boosts to
-        command = [ncu, "--csv", "--print-units", "base", "--metrics", profiling.GPU_TIME,
-                   "--clock-control", "none", "--nvtx", "--nvtx-include", f"{profiling.NVTX_RANGE}/", "--log-file",
-                   str(log), sys.executable, str(Path(__file__).resolve()), "--ncu-child",
-                   "--kernels", name]
+        command = [
+            ncu,
+            "--csv",
+            "--print-units",
+            "base",
+            "--metrics",
+            profiling.GPU_TIME,
+            "--clock-control",
+            "none",
+            "--nvtx",
+            "--nvtx-include",
+            f"{profiling.NVTX_RANGE}/",
+            "--log-file",
+            str(log),
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--ncu-child",
+            "--kernels",
+            name,
+        ]
         done = subprocess.run(command, capture_output=True, text=True)
         text = log.read_text() if log.exists() else done.stdout
         try:
@@ -247,9 +263,11 @@ def main(argv: list[str] | None = None) -> int:
         print("gpu_validation.py needs a CUDA GPU; none is usable here", file=sys.stderr)
         return 2
     info = machine.machine_info()
-    print(f"device: {info['device']} ({info['arch']}), driver {info['driver']}, "
-          f"CUDA {info['cuda']}, torch {info['torch']}, triton {info['triton']}, "
-          f"L2 {info['l2_bytes']} bytes")
+    print(
+        f"device: {info['device']} ({info['arch']}), driver {info['driver']}, "
+        f"CUDA {info['cuda']}, torch {info['torch']}, triton {info['triton']}, "
+        f"L2 {info['l2_bytes']} bytes"
+    )
     results = {}
     for name in args.kernels:
         results[name] = measure_kernel(name, args.reps)
@@ -257,8 +275,7 @@ def main(argv: list[str] | None = None) -> int:
             results[name]["ncu"] = measure_with_ncu(name)
     print(format_table(results))
     if args.json:
-        args.json.write_text(json.dumps({"machine": info, "results_ms": results}, indent=2,
-                                        sort_keys=True))
+        args.json.write_text(json.dumps({"machine": info, "results_ms": results}, indent=2, sort_keys=True))
     return 0
 
 

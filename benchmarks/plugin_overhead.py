@@ -17,7 +17,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 
@@ -84,8 +83,9 @@ def workload_spread(repeats: int) -> tuple[list[float], list[float]]:
     """CV of round medians within each measurement, and the medians, for a fixed workload."""
     cvs, medians = [], []
     for _ in range(repeats):
-        m = sampling.measure(CpuTimer(lambda: sum(range(20_000))),
-                             sampling.Budget(max_time=1.0, min_rounds=5, warmup=0.1))
+        m = sampling.measure(
+            CpuTimer(lambda: sum(range(20_000))), sampling.Budget(max_time=1.0, min_rounds=5, warmup=0.1)
+        )
         s = m.summary()
         cvs.append(s["cv"])
         medians.append(s["median_ms"])
@@ -98,7 +98,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5, help="measurements of the fixed workload")
     args = parser.parse_args()
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, Python {platform.python_version()}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
+        f"Python {platform.python_version()}"
+    )
     direct, through = per_call_overhead()
     print(f"empty function, plain call:              {direct:8.1f} ns")
     print(f"empty function through bench (no --bench): {through:6.1f} ns  (+{through - direct:.1f} ns per call)")
@@ -109,9 +112,11 @@ def main() -> None:
     print(f"plugin cost: {100 * (with_plugin / without - 1):+.1f}%  (target: under +5%)")
     cvs, medians = workload_spread(args.repeats)
     spread = (max(medians) - min(medians)) / statistics.median(medians)
-    print(f"fixed workload sum(range(20000)): CV of round medians per measurement "
-          f"{', '.join(f'{c:.2%}' for c in cvs)}; medians {', '.join(f'{m * 1e3:.1f} us' for m in medians)} "
-          f"(max-min spread {spread:.2%})")
+    print(
+        f"fixed workload sum(range(20000)): CV of round medians per measurement "
+        f"{', '.join(f'{c:.2%}' for c in cvs)}; medians {', '.join(f'{m * 1e3:.1f} us' for m in medians)} "
+        f"(max-min spread {spread:.2%})"
+    )
 
 
 if __name__ == "__main__":

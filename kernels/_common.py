@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import functools
 import os
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 
 def is_interpreting() -> bool:
@@ -15,7 +16,7 @@ def is_interpreting() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def interpreting_at_trace_time() -> Any:
     """A ``@triton.constexpr_function`` telling a kernel, while it is traced, whether it runs in
     the CPU interpreter. At module level ``_widen = interpreting_at_trace_time()``, then
@@ -145,11 +146,11 @@ def compile_for_target(
     Under ``TRITON_INTERPRET=1`` ``@triton.jit`` yields an InterpretedFunction, which cannot be
     compiled, so a JITFunction is rebuilt from its Python function.
     """
+    import inspect
+
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.runtime.jit import JITFunction
-
-    import inspect
 
     fn = jit_fn
     # Autotuner and heuristics wrappers keep the kernel in .fn, an InterpretedFunction keeps

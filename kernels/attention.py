@@ -69,10 +69,25 @@ def _prune_configs(configs, named_args, **kwargs):
 
 @triton.jit
 def _attn_fwd_inner(
-    acc, l_i, m_i, q,
-    k_base, v_base, stride_kn, stride_kk, stride_vn, stride_vk,
-    offs_m, offs_d, lo, hi, N_CTX, qk_scale,
-    BLOCK_N: tl.constexpr, MASK_CAUSAL: tl.constexpr, MASK_BOUNDS: tl.constexpr,
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_base,
+    v_base,
+    stride_kn,
+    stride_kk,
+    stride_vn,
+    stride_vk,
+    offs_m,
+    offs_d,
+    lo,
+    hi,
+    N_CTX,
+    qk_scale,
+    BLOCK_N: tl.constexpr,
+    MASK_CAUSAL: tl.constexpr,
+    MASK_BOUNDS: tl.constexpr,
 ):
     offs_n = tl.arange(0, BLOCK_N)
     for start_n in range(lo, hi, BLOCK_N):
@@ -121,14 +136,33 @@ def _attn_fwd_inner(
 )
 @triton.jit
 def _attn_fwd_kernel(
-    q_ptr, k_ptr, v_ptr, o_ptr,
-    sm_scale, H, N_CTX,
-    stride_qz, stride_qh, stride_qm, stride_qk,
-    stride_kz, stride_kh, stride_kn, stride_kk,
-    stride_vz, stride_vh, stride_vn, stride_vk,
-    stride_oz, stride_oh, stride_om, stride_ok,
-    HEAD_DIM: tl.constexpr, CAUSAL: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    o_ptr,
+    sm_scale,
+    H,
+    N_CTX,
+    stride_qz,
+    stride_qh,
+    stride_qm,
+    stride_qk,
+    stride_kz,
+    stride_kh,
+    stride_kn,
+    stride_kk,
+    stride_vz,
+    stride_vh,
+    stride_vn,
+    stride_vk,
+    stride_oz,
+    stride_oh,
+    stride_om,
+    stride_ok,
+    HEAD_DIM: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
 ):
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
@@ -142,8 +176,7 @@ def _attn_fwd_kernel(
     offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_d = tl.arange(0, HEAD_DIM)
     row_ok = offs_m[:, None] < N_CTX
-    q = tl.load(q_base + offs_m[:, None].to(tl.int64) * stride_qm + offs_d[None, :] * stride_qk,
-                mask=row_ok, other=0.0)
+    q = tl.load(q_base + offs_m[:, None].to(tl.int64) * stride_qm + offs_d[None, :] * stride_qk, mask=row_ok, other=0.0)
 
     m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -154,28 +187,92 @@ def _attn_fwd_kernel(
         # Left of the diagonal every key is visible; the diagonal blocks need the causal mask.
         diag_lo = start_m * BLOCK_M
         acc, l_i, m_i = _attn_fwd_inner(
-            acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stride_vn, stride_vk,
-            offs_m, offs_d, 0, diag_lo, N_CTX, qk_scale,
-            BLOCK_N, False, False,
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_base,
+            v_base,
+            stride_kn,
+            stride_kk,
+            stride_vn,
+            stride_vk,
+            offs_m,
+            offs_d,
+            0,
+            diag_lo,
+            N_CTX,
+            qk_scale,
+            BLOCK_N,
+            False,
+            False,
         )
         diag_hi = tl.minimum(diag_lo + BLOCK_M, N_CTX)
         acc, l_i, m_i = _attn_fwd_inner(
-            acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stride_vn, stride_vk,
-            offs_m, offs_d, diag_lo, diag_hi, N_CTX, qk_scale,
-            BLOCK_N, True, True,
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_base,
+            v_base,
+            stride_kn,
+            stride_kk,
+            stride_vn,
+            stride_vk,
+            offs_m,
+            offs_d,
+            diag_lo,
+            diag_hi,
+            N_CTX,
+            qk_scale,
+            BLOCK_N,
+            True,
+            True,
         )
     else:
         full_hi = (N_CTX // BLOCK_N) * BLOCK_N
         acc, l_i, m_i = _attn_fwd_inner(
-            acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stride_vn, stride_vk,
-            offs_m, offs_d, 0, full_hi, N_CTX, qk_scale,
-            BLOCK_N, False, False,
+            acc,
+            l_i,
+            m_i,
+            q,
+            k_base,
+            v_base,
+            stride_kn,
+            stride_kk,
+            stride_vn,
+            stride_vk,
+            offs_m,
+            offs_d,
+            0,
+            full_hi,
+            N_CTX,
+            qk_scale,
+            BLOCK_N,
+            False,
+            False,
         )
         if full_hi < N_CTX:
             acc, l_i, m_i = _attn_fwd_inner(
-                acc, l_i, m_i, q, k_base, v_base, stride_kn, stride_kk, stride_vn, stride_vk,
-                offs_m, offs_d, full_hi, N_CTX, N_CTX, qk_scale,
-                BLOCK_N, False, True,
+                acc,
+                l_i,
+                m_i,
+                q,
+                k_base,
+                v_base,
+                stride_kn,
+                stride_kk,
+                stride_vn,
+                stride_vk,
+                offs_m,
+                offs_d,
+                full_hi,
+                N_CTX,
+                N_CTX,
+                qk_scale,
+                BLOCK_N,
+                False,
+                True,
             )
 
     acc = acc / l_i[:, None]
@@ -192,18 +289,14 @@ def _check_inputs(q, k, v) -> None:
     check_same_device("attention", q=q, k=k, v=v)
     check_device_runs_triton("attention", q)
     if not (q.dtype == k.dtype == v.dtype):
-        raise ValueError(
-            f"attention: q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}"
-        )
+        raise ValueError(f"attention: q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if not (q.shape == k.shape == v.shape):
         raise ValueError(
             f"attention: q, k, v must all be [batch, heads, seq, head_dim] of one shape, got "
             f"{tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}"
         )
     if q.shape[-1] not in HEAD_DIMS:
-        raise ValueError(
-            f"attention: head_dim {q.shape[-1]} is not supported; use one of {HEAD_DIMS}"
-        )
+        raise ValueError(f"attention: head_dim {q.shape[-1]} is not supported; use one of {HEAD_DIMS}")
 
 
 def attention(q, k, v, *, causal: bool = False, sm_scale: float | None = None):
@@ -223,10 +316,19 @@ def attention(q, k, v, *, causal: bool = False, sm_scale: float | None = None):
         return o
     grid = lambda meta: (triton.cdiv(S, meta["BLOCK_M"]), B * H)
     _attn_fwd_kernel[grid](
-        q, k, v, o,
-        sm_scale, H, S,
-        *q.stride(), *k.stride(), *v.stride(), *o.stride(),
-        HEAD_DIM=D, CAUSAL=bool(causal),
+        q,
+        k,
+        v,
+        o,
+        sm_scale,
+        H,
+        S,
+        *q.stride(),
+        *k.stride(),
+        *v.stride(),
+        *o.stride(),
+        HEAD_DIM=D,
+        CAUSAL=bool(causal),
     )
     return o
 

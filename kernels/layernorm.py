@@ -32,8 +32,19 @@ LOOP_BLOCK = 4096
 
 @triton.jit
 def _norm_row_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y, eps,
-    RMS: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr,
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    n_rows,
+    n_cols,
+    stride_x,
+    stride_y,
+    eps,
+    RMS: tl.constexpr,
+    HAS_WEIGHT: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     cols = tl.arange(0, BLOCK)
     in_row = cols < n_cols
@@ -59,8 +70,18 @@ def _norm_row_kernel(
 
 @triton.jit
 def _norm_looped_kernel(
-    x_ptr, w_ptr, b_ptr, y_ptr, n_cols, stride_x, stride_y, eps,
-    RMS: tl.constexpr, HAS_WEIGHT: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr,
+    x_ptr,
+    w_ptr,
+    b_ptr,
+    y_ptr,
+    n_cols,
+    stride_x,
+    stride_y,
+    eps,
+    RMS: tl.constexpr,
+    HAS_WEIGHT: tl.constexpr,
+    HAS_BIAS: tl.constexpr,
+    BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
     x_row = x_ptr + row * stride_x
@@ -91,8 +112,6 @@ def _norm_looped_kernel(
         tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-
-
 def _normalize(kernel_name, x, weight, bias, eps, rms, max_fused_cols):
     import torch
 
@@ -107,8 +126,7 @@ def _normalize(kernel_name, x, weight, bias, eps, rms, max_fused_cols):
         check_same_device(kernel_name, x=x, **{name: t})
         if t.shape[0] != n_cols:
             raise ValueError(
-                f"{kernel_name}: {name} has {t.shape[0]} elements but x's last dimension is "
-                f"{n_cols}; they must match"
+                f"{kernel_name}: {name} has {t.shape[0]} elements but x's last dimension is {n_cols}; they must match"
             )
     if not (isinstance(eps, (int, float)) and eps >= 0):
         raise ValueError(f"{kernel_name}: eps must be a non-negative number, got {eps!r}")
@@ -125,14 +143,33 @@ def _normalize(kernel_name, x, weight, bias, eps, rms, max_fused_cols):
         block = next_power_of_2(n_cols)
         warps = row_num_warps(block)
         _norm_row_kernel[(persistent_row_programs(n_rows, warps, x.device),)](
-            x2, w_arg, b_arg, y, n_rows, n_cols, x2.stride(0), y.stride(0), float(eps),
-            **flags, BLOCK=block, num_warps=warps,
+            x2,
+            w_arg,
+            b_arg,
+            y,
+            n_rows,
+            n_cols,
+            x2.stride(0),
+            y.stride(0),
+            float(eps),
+            **flags,
+            BLOCK=block,
+            num_warps=warps,
         )
     else:
         block = min(LOOP_BLOCK, next_power_of_2(max_fused_cols))
         _norm_looped_kernel[(n_rows,)](
-            x2, w_arg, b_arg, y, n_cols, x2.stride(0), y.stride(0), float(eps),
-            **flags, BLOCK=block, num_warps=row_num_warps(block),
+            x2,
+            w_arg,
+            b_arg,
+            y,
+            n_cols,
+            x2.stride(0),
+            y.stride(0),
+            float(eps),
+            **flags,
+            BLOCK=block,
+            num_warps=row_num_warps(block),
         )
     return y.reshape(x.shape)
 
@@ -188,6 +225,13 @@ CORRECTNESS_SHAPES = [(1, 1), (1, 7), (3, 1000), (37, 129), (128, 256), (5, 4099
 LLM_SHAPES = [(4096, 4096), (4096, 5120), (4096, 8192), (4096, 16384)]
 
 __all__ = [
-    "layer_norm", "rms_norm", "reference_layer_norm", "reference_rms_norm", "flops", "bytes",
-    "CORRECTNESS_SHAPES", "LLM_SHAPES", "MAX_FUSED_COLS",
+    "layer_norm",
+    "rms_norm",
+    "reference_layer_norm",
+    "reference_rms_norm",
+    "flops",
+    "bytes",
+    "CORRECTNESS_SHAPES",
+    "LLM_SHAPES",
+    "MAX_FUSED_COLS",
 ]

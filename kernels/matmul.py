@@ -113,9 +113,16 @@ def tma_persistent_configs() -> list:
     if is_interpreting():
         return [
             triton.Config(
-                {"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4,
-                 "EPILOGUE_SUBTILE": True},
-                num_stages=1, num_warps=4, pre_hook=hook,
+                {
+                    "BLOCK_SIZE_M": 32,
+                    "BLOCK_SIZE_N": 32,
+                    "BLOCK_SIZE_K": 32,
+                    "GROUP_SIZE_M": 4,
+                    "EPILOGUE_SUBTILE": True,
+                },
+                num_stages=1,
+                num_warps=4,
+                pre_hook=hook,
             )
         ]
     configs = []
@@ -130,9 +137,16 @@ def tma_persistent_configs() -> list:
     ]:
         configs.append(
             triton.Config(
-                {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8,
-                 "EPILOGUE_SUBTILE": subtile},
-                num_stages=stages, num_warps=warps, pre_hook=hook,
+                {
+                    "BLOCK_SIZE_M": bm,
+                    "BLOCK_SIZE_N": bn,
+                    "BLOCK_SIZE_K": bk,
+                    "GROUP_SIZE_M": 8,
+                    "EPILOGUE_SUBTILE": subtile,
+                },
+                num_stages=stages,
+                num_warps=warps,
+                pre_hook=hook,
             )
         )
     return configs
@@ -187,12 +201,25 @@ def _grouped_tile(tile_id, num_pid_m, num_pid_n, GROUP_SIZE_M: tl.constexpr):
 )
 @triton.jit
 def _matmul_kernel(
-    a_ptr, b_ptr, c_ptr, scale_a_ptr, scale_b_ptr,
-    M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    scale_a_ptr,
+    scale_b_ptr,
+    M,
+    N,
+    K,
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
     HAS_SCALES: tl.constexpr,
     ALLOW_TF32: tl.constexpr,
-    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    BLOCK_SIZE_M: tl.constexpr,
+    BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
 ):
     pid = tl.program_id(axis=0)
@@ -239,12 +266,20 @@ def _matmul_kernel(
 )
 @triton.jit
 def _matmul_kernel_tma_persistent(
-    a_desc, b_desc, c_desc, scale_a_ptr, scale_b_ptr,
-    M, N, K,
+    a_desc,
+    b_desc,
+    c_desc,
+    scale_a_ptr,
+    scale_b_ptr,
+    M,
+    N,
+    K,
     HAS_SCALES: tl.constexpr,
     B_K_MAJOR: tl.constexpr,
     NUM_SMS: tl.constexpr,
-    BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+    BLOCK_SIZE_M: tl.constexpr,
+    BLOCK_SIZE_N: tl.constexpr,
+    BLOCK_SIZE_K: tl.constexpr,
     GROUP_SIZE_M: tl.constexpr,
     EPILOGUE_SUBTILE: tl.constexpr,
 ):
@@ -353,10 +388,22 @@ def _launch_pointer(a, b, c, scale_a=None, scale_b=None) -> None:
     has_scales = scale_a is not None
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
     _matmul_kernel[grid](
-        a, b, c, scale_a if has_scales else c, scale_b if has_scales else c,
-        M, N, K,
-        a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        HAS_SCALES=has_scales, ALLOW_TF32=allow_tf32,
+        a,
+        b,
+        c,
+        scale_a if has_scales else c,
+        scale_b if has_scales else c,
+        M,
+        N,
+        K,
+        a.stride(0),
+        a.stride(1),
+        b.stride(0),
+        b.stride(1),
+        c.stride(0),
+        c.stride(1),
+        HAS_SCALES=has_scales,
+        ALLOW_TF32=allow_tf32,
     )
 
 
@@ -374,13 +421,19 @@ def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int 
     b_desc = TensorDescriptor.from_tensor(b.t() if b_k_major else b, [16, 16])
     c_desc = TensorDescriptor.from_tensor(c, [16, 16])
     has_scales = scale_a is not None
-    grid = lambda meta: (
-        min(num_sms, triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"])),
-    )
+    grid = lambda meta: (min(num_sms, triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"])),)
     _matmul_kernel_tma_persistent[grid](
-        a_desc, b_desc, c_desc, scale_a if has_scales else c, scale_b if has_scales else c,
-        M, N, K,
-        HAS_SCALES=has_scales, B_K_MAJOR=b_k_major, NUM_SMS=num_sms,
+        a_desc,
+        b_desc,
+        c_desc,
+        scale_a if has_scales else c,
+        scale_b if has_scales else c,
+        M,
+        N,
+        K,
+        HAS_SCALES=has_scales,
+        B_K_MAJOR=b_k_major,
+        NUM_SMS=num_sms,
     )
 
 
@@ -421,14 +474,11 @@ def matmul_fp8(a, b, scale_a, scale_b, *, out_dtype=None):
     _check_operands("matmul_fp8", a, b, _torch_dtypes(_FP8_DTYPES))
     out_dtype = torch.bfloat16 if out_dtype is None else out_dtype
     if out_dtype not in _torch_dtypes(_FLOAT_DTYPES):
-        raise ValueError(
-            f"matmul_fp8: out_dtype {out_dtype} is not one of float32, float16, bfloat16"
-        )
+        raise ValueError(f"matmul_fp8: out_dtype {out_dtype} is not one of float32, float16, bfloat16")
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if not isinstance(s, torch.Tensor) or s.numel() != 1 or s.dtype != torch.float32:
             raise ValueError(
-                f"matmul_fp8: {name} must be a one-element float32 tensor (a per-tensor scale), "
-                f"got {s!r:.60}"
+                f"matmul_fp8: {name} must be a one-element float32 tensor (a per-tensor scale), got {s!r:.60}"
             )
         if s.device != a.device:
             raise ValueError(f"matmul_fp8: {name} is on {s.device} but a is on {a.device}")
@@ -495,7 +545,14 @@ LLM_SHAPES = [
 
 
 __all__ = [
-    "matmul", "matmul_fp8", "reference", "reference_fp8", "flops", "bytes",
-    "matmul_configs", "tma_persistent_configs", "CORRECTNESS_SHAPES", "LLM_SHAPES",
+    "matmul",
+    "matmul_fp8",
+    "reference",
+    "reference_fp8",
+    "flops",
+    "bytes",
+    "matmul_configs",
+    "tma_persistent_configs",
+    "CORRECTNESS_SHAPES",
+    "LLM_SHAPES",
 ]
-

@@ -32,7 +32,12 @@ ONLINE_BLOCK = 4096
 
 @triton.jit
 def _softmax_row_kernel(
-    x_ptr, y_ptr, n_rows, n_cols, stride_x, stride_y,
+    x_ptr,
+    y_ptr,
+    n_rows,
+    n_cols,
+    stride_x,
+    stride_y,
     BLOCK: tl.constexpr,
 ):
     cols = tl.arange(0, BLOCK)
@@ -48,7 +53,11 @@ def _softmax_row_kernel(
 
 @triton.jit
 def _softmax_online_kernel(
-    x_ptr, y_ptr, n_cols, stride_x, stride_y,
+    x_ptr,
+    y_ptr,
+    n_cols,
+    stride_x,
+    stride_y,
     BLOCK: tl.constexpr,
 ):
     row = tl.program_id(0).to(tl.int64)
@@ -76,8 +85,6 @@ def _softmax_online_kernel(
         tl.store(y_row + start + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-
-
 def softmax(x, *, max_fused_cols: int = MAX_FUSED_COLS):
     """Softmax over the last dimension of an fp32/fp16/bf16 tensor; same shape and dtype out.
 
@@ -97,14 +104,25 @@ def softmax(x, *, max_fused_cols: int = MAX_FUSED_COLS):
         block = next_power_of_2(n_cols)
         warps = row_num_warps(block)
         _softmax_row_kernel[(persistent_row_programs(n_rows, warps, x.device),)](
-            x2, y, n_rows, n_cols, x2.stride(0), y.stride(0),
-            BLOCK=block, num_warps=warps,
+            x2,
+            y,
+            n_rows,
+            n_cols,
+            x2.stride(0),
+            y.stride(0),
+            BLOCK=block,
+            num_warps=warps,
         )
     else:
         block = min(ONLINE_BLOCK, next_power_of_2(max_fused_cols))
         _softmax_online_kernel[(n_rows,)](
-            x2, y, n_cols, x2.stride(0), y.stride(0),
-            BLOCK=block, num_warps=row_num_warps(block),
+            x2,
+            y,
+            n_cols,
+            x2.stride(0),
+            y.stride(0),
+            BLOCK=block,
+            num_warps=row_num_warps(block),
         )
     return y.reshape(x.shape)
 

@@ -31,7 +31,9 @@ def compare(actual, expected, precision: Precision | str) -> dict:
     policy = Precision.parse(precision)
     a, e = _to_numpy(actual), _to_numpy(expected)
     if a.shape != e.shape:
-        raise AccuracyError(f"accuracy check: output shape {tuple(a.shape)} differs from the reference's {tuple(e.shape)}")
+        raise AccuracyError(
+            f"accuracy check: output shape {tuple(a.shape)} differs from the reference's {tuple(e.shape)}"
+        )
     rtol, atol = policy.rtol, policy.atol
     with np.errstate(invalid="ignore"):
         same = (a == e) | (np.isnan(a) & np.isnan(e))

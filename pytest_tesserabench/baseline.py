@@ -134,13 +134,13 @@ def save_run(root: Path, name: str, machine_key: str, run: dict, *, history: int
         existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
         runs = list(existing["runs"]) if existing else []
         runs.append(entry)
-        atomic_write_json(path, {"schema": SCHEMA, "name": name, "machine_key": machine_key,
-                                  "runs": runs[-history:]})
+        atomic_write_json(path, {"schema": SCHEMA, "name": name, "machine_key": machine_key, "runs": runs[-history:]})
     return path
 
 
 def git_commit_info(cwd: Path) -> dict:
     """{"sha", "branch", "dirty"} of the git checkout at ``cwd``; None values without git."""
+
     def git(*args: str) -> str | None:
         try:
             result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
@@ -153,8 +153,11 @@ def git_commit_info(cwd: Path) -> dict:
         return {"sha": None, "branch": None, "dirty": None}
     branch = git("rev-parse", "--abbrev-ref", "HEAD")
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"sha": sha, "branch": None if branch in (None, "HEAD") else branch,
-            "dirty": None if status is None else bool(status)}
+    return {
+        "sha": sha,
+        "branch": None if branch in (None, "HEAD") else branch,
+        "dirty": None if status is None else bool(status),
+    }
 
 
 def load_run_or_baseline(path: Path) -> list[dict]:

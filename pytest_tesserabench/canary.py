@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-CANARY_SIZE = 250_000      # float64 values sorted per sample (2 MB; a few ms each)
+CANARY_SIZE = 250_000  # float64 values sorted per sample (2 MB; a few ms each)
 CANARY_SAMPLES = 20
 _SEED = 20261121
 

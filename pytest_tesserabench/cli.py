@@ -9,8 +9,8 @@ import argparse
 import io
 import statistics
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -40,28 +40,46 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,show,inspect}")
 
     compare = sub.add_parser(
-        "compare", help="compare two result (--bench-json) or baseline files with the gate's rule",
+        "compare",
+        help="compare two result (--bench-json) or baseline files with the gate's rule",
         description="Compare NEW against OLD (each a --bench-json result or a baseline file). "
-                    "Exit 0 when nothing regressed, 1 when something did, 2 on a usage or file error.")
+        "Exit 0 when nothing regressed, 1 when something did, 2 on a usage or file error.",
+    )
     compare.add_argument("old", type=Path, help="the reference: a result or baseline file")
     compare.add_argument("new", type=Path, help="the candidate: a result or baseline file")
-    compare.add_argument("--threshold", type=_percent, default=0.05, metavar="PCT",
-                         help="smallest slowdown worth failing for, in percent (default 5)")
-    compare.add_argument("--alpha", type=_alpha, default=0.01,
-                         help="suite-wide false-alarm rate, split over the benchmarks (default 0.01)")
-    compare.add_argument("--normalize-by-canary", action="store_true",
-                         help="divide out the machine-wide speed change measured by the canary")
+    compare.add_argument(
+        "--threshold",
+        type=_percent,
+        default=0.05,
+        metavar="PCT",
+        help="smallest slowdown worth failing for, in percent (default 5)",
+    )
+    compare.add_argument(
+        "--alpha",
+        type=_alpha,
+        default=0.01,
+        help="suite-wide false-alarm rate, split over the benchmarks (default 0.01)",
+    )
+    compare.add_argument(
+        "--normalize-by-canary",
+        action="store_true",
+        help="divide out the machine-wide speed change measured by the canary",
+    )
     compare.add_argument("--width", type=int, default=120, help="table width in columns")
 
-    show = sub.add_parser("show", help="list the runs recorded in a baseline",
-                          description="List the runs of baseline NAME, one table per machine.")
+    show = sub.add_parser(
+        "show",
+        help="list the runs recorded in a baseline",
+        description="List the runs of baseline NAME, one table per machine.",
+    )
     show.add_argument("name", help="the baseline name given to --bench-save")
     show.add_argument("--dir", type=Path, default=Path("baselines"), help="baselines root (default ./baselines)")
     show.add_argument("--machine", metavar="KEY", help="only this machine key (default: every machine)")
     show.add_argument("--width", type=int, default=120, help="table width in columns")
 
-    sub.add_parser("inspect", help="static analysis of Triton kernels (see `tesserabench inspect -h`)",
-                   add_help=False)  # main() hands every argument after it to the inspect parser
+    sub.add_parser(
+        "inspect", help="static analysis of Triton kernels (see `tesserabench inspect -h`)", add_help=False
+    )  # main() hands every argument after it to the inspect parser
     return parser
 
 
@@ -71,18 +89,26 @@ def _compare(args: argparse.Namespace, out, err) -> int:
 
     old_runs = load(args.old)
     new_runs = load(args.new)
-    config = GateConfig(alpha=args.alpha, threshold=args.threshold,
-                        normalize_by_canary=args.normalize_by_canary)
+    config = GateConfig(alpha=args.alpha, threshold=args.threshold, normalize_by_canary=args.normalize_by_canary)
     verdicts = compare_runs(new_runs, old_runs, config)
     old_machine = old_runs[-1].get("machine") or {} if old_runs else {}
     new_machine = new_runs[-1].get("machine") or {} if new_runs else {}
     for key in ("device", "arch", "cpu"):
         if old_machine.get(key) != new_machine.get(key) and (old_machine.get(key) or new_machine.get(key)):
-            print(f"warning: the files come from different machines ({key}: {old_machine.get(key)!r} vs "
-                  f"{new_machine.get(key)!r}); timing differences may be the machine's", file=err)
+            print(
+                f"warning: the files come from different machines ({key}: {old_machine.get(key)!r} vs "
+                f"{new_machine.get(key)!r}); timing differences may be the machine's",
+                file=err,
+            )
             break
-    out.write(render_comparison(verdicts, version_diffs=software_differences(new_machine, old_machine),
-                                canary_ratio=canary_ratio(new_runs, old_runs), width=args.width))
+    out.write(
+        render_comparison(
+            verdicts,
+            version_diffs=software_differences(new_machine, old_machine),
+            canary_ratio=canary_ratio(new_runs, old_runs),
+            width=args.width,
+        )
+    )
     regressed = [v for v in verdicts.values() if v.status == "REGRESSED"]
     for verdict in regressed:
         print(f"{verdict.id}: {verdict.line()}", file=out)
@@ -106,18 +132,24 @@ def _show(args: argparse.Namespace, out, err) -> int:
     if args.machine:
         files = [baseline_path(args.dir, args.name, args.machine)]
         if not files[0].exists():
-            print(f"no baseline {args.name!r} for machine {args.machine!r}: {files[0]} does not exist; "
-                  f"record one with `pytest --bench-save={args.name}` on that machine", file=err)
+            print(
+                f"no baseline {args.name!r} for machine {args.machine!r}: {files[0]} does not exist; "
+                f"record one with `pytest --bench-save={args.name}` on that machine",
+                file=err,
+            )
             return EXIT_USAGE
     else:
         files = sorted(folder.glob("*.json")) if folder.is_dir() else []
         if not files:
-            print(f"no baseline {args.name!r} under {args.dir}; record one with "
-                  f"`pytest --bench-save={args.name}`", file=err)
+            print(
+                f"no baseline {args.name!r} under {args.dir}; record one with `pytest --bench-save={args.name}`",
+                file=err,
+            )
             return EXIT_USAGE
     buffer = io.StringIO()
-    console = Console(file=buffer, width=args.width, no_color=True, color_system=None, highlight=False,
-                      markup=False)  # branch names and paths are data, not rich style tags
+    console = Console(
+        file=buffer, width=args.width, no_color=True, color_system=None, highlight=False, markup=False
+    )  # branch names and paths are data, not rich style tags
     for path in files:
         data = load_baseline(path, machine_key=path.stem)
         table = Table(title=f"{args.name} on {data['machine_key']} ({path})", title_justify="left")
@@ -128,10 +160,15 @@ def _show(args: argparse.Namespace, out, err) -> int:
             machine = run.get("machine") or {}
             sha = (commit.get("sha") or "-")[:10] + ("+dirty" if commit.get("dirty") else "")
             canary = run.get("canary_ms") or []
-            table.add_row(str(i), str(run.get("started", "-")), sha, str(commit.get("branch") or "-"),
-                          str(len(run.get("benchmarks") or {})),
-                          f"{statistics.median(canary):.3f} ms" if canary else "-",
-                          *(str(machine.get(k, "-")) for k in ("torch", "triton", "python")))
+            table.add_row(
+                str(i),
+                str(run.get("started", "-")),
+                sha,
+                str(commit.get("branch") or "-"),
+                str(len(run.get("benchmarks") or {})),
+                f"{statistics.median(canary):.3f} ms" if canary else "-",
+                *(str(machine.get(k, "-")) for k in ("torch", "triton", "python")),
+            )
         console.print(table)
     out.write(buffer.getvalue())
     return EXIT_OK

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -175,8 +176,14 @@ class Bench:
                 raise BenchUsageError(f"bench.require(metric={metric!r}) needs flops=/bytes= on both calls")
             ratio = mine[metric] / theirs[metric]
         checked = mine["timer"] in GPU_TIMERS and theirs["timer"] in GPU_TIMERS
-        target = {"relative_to": relative_to, "metric": metric, "at_least": at_least,
-                  "ratio": ratio, "checked": checked, "met": ratio >= at_least}
+        target = {
+            "relative_to": relative_to,
+            "metric": metric,
+            "at_least": at_least,
+            "ratio": ratio,
+            "checked": checked,
+            "met": ratio >= at_least,
+        }
         mine.setdefault("targets", []).append(target)
         if checked and ratio < at_least:
             pytest.fail(
@@ -203,11 +210,15 @@ def _explain(exc: BaseException, fn, name: str | None, when: str) -> None:
     if not hasattr(exc, "add_note") or isinstance(exc, (KeyboardInterrupt, SystemExit)):
         return
     label = getattr(fn, "__qualname__", None) or repr(fn)
-    exc.add_note(f"tesserabench: raised by {label}{'' if name is None else f' (name={name!r})'} during "
-                 f"{when}; nothing was recorded for this benchmark")
+    exc.add_note(
+        f"tesserabench: raised by {label}{'' if name is None else f' (name={name!r})'} during "
+        f"{when}; nothing was recorded for this benchmark"
+    )
     if "OutOfMemory" in type(exc).__name__:
-        exc.add_note("tesserabench: the device ran out of memory: measure a smaller size, or free tensors "
-                     "the test keeps alive (the L2 flush buffer needs twice the L2 size on top)")
+        exc.add_note(
+            "tesserabench: the device ran out of memory: measure a smaller size, or free tensors "
+            "the test keeps alive (the L2 flush buffer needs twice the L2 size on top)"
+        )
 
 
 def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:

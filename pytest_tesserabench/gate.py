@@ -33,8 +33,9 @@ their mean), pi/2 beyond (its large-sample value; slightly conservative for smal
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -51,13 +52,13 @@ _MEDIAN_VARIANCE_FACTOR = math.pi / 2
 class GateConfig:
     """Parameters of the decision rule; docs/gate.md explains how each was chosen."""
 
-    alpha: float = 0.01                 # suite-wide false-alarm budget, split over m benchmarks
-    threshold: float = 0.05             # smallest slowdown worth failing for (relative)
-    between_run_floor: float = 0.005    # lower bound (and prior) for run-to-run drift, relative sd
-    prior_runs: int = 4                 # weight of the suite-wide prior, in runs
-    noise_multiple: float = 2.0         # theta >= noise_multiple * the benchmark's run noise
-    confidence: float = 0.95            # the reported interval
-    normalize_by_canary: bool = False   # divide the candidate by the canary ratio
+    alpha: float = 0.01  # suite-wide false-alarm budget, split over m benchmarks
+    threshold: float = 0.05  # smallest slowdown worth failing for (relative)
+    between_run_floor: float = 0.005  # lower bound (and prior) for run-to-run drift, relative sd
+    prior_runs: int = 4  # weight of the suite-wide prior, in runs
+    noise_multiple: float = 2.0  # theta >= noise_multiple * the benchmark's run noise
+    confidence: float = 0.95  # the reported interval
+    normalize_by_canary: bool = False  # divide the candidate by the canary ratio
 
     def __post_init__(self) -> None:
         def bad(name: str, value: Any, want: str) -> None:
@@ -89,14 +90,14 @@ class Verdict:
     candidate_ms: float | None = None
     ratio: float | None = None
     ci: tuple[float, float] | None = None
-    p_value: float | None = None          # one-sided, for "slower"
-    severity: str | None = None           # REGRESSED only: "mild" | "moderate" | "severe"
-    reasons: tuple[str, ...] = ()         # why it regressed without statistics (kernel figures)
-    notes: tuple[str, ...] = ()           # informational: kernel changes, short history, timer
-    threshold: float | None = None        # theta actually used (relative)
-    noise: float | None = None            # run-to-run noise of one run's centre (relative sd)
-    history: int = 0                      # baseline runs that measured this benchmark
-    alpha_per_test: float | None = None   # alpha / m
+    p_value: float | None = None  # one-sided, for "slower"
+    severity: str | None = None  # REGRESSED only: "mild" | "moderate" | "severe"
+    reasons: tuple[str, ...] = ()  # why it regressed without statistics (kernel figures)
+    notes: tuple[str, ...] = ()  # informational: kernel changes, short history, timer
+    threshold: float | None = None  # theta actually used (relative)
+    noise: float | None = None  # run-to-run noise of one run's centre (relative sd)
+    history: int = 0  # baseline runs that measured this benchmark
+    alpha_per_test: float | None = None  # alpha / m
 
     @property
     def failed(self) -> bool:
@@ -116,10 +117,7 @@ class Verdict:
         head = self.status if self.severity is None else f"{self.status} ({self.severity})"
         parts = [head]
         if self.ratio is not None:
-            parts.append(
-                f"{format_ms(self.baseline_ms)} -> {format_ms(self.candidate_ms)}, "
-                f"{self.change_text()}"
-            )
+            parts.append(f"{format_ms(self.baseline_ms)} -> {format_ms(self.candidate_ms)}, {self.change_text()}")
             if self.p_value is not None:
                 parts.append(f"p={self.p_value:.2g}")
             if self.threshold is not None:
@@ -172,20 +170,24 @@ def summarise_rounds(log_rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
 class NoiseComponents:
     """Per benchmark (arrays of shape (N,)): what the decision needs from the runs."""
 
-    diff: np.ndarray            # D = C - B (log)
-    base_centre: np.ndarray     # B (log)
-    cand_centre: np.ndarray     # C (log)
-    between_est: np.ndarray     # raw between-run variance estimate (>= 0)
-    between_df: np.ndarray      # its degrees of freedom
-    within_base: np.ndarray     # within-run variance carried by one baseline run centre
-    within_cand: np.ndarray     # ... by one candidate run centre
-    n_base: np.ndarray          # baseline runs
-    n_cand: np.ndarray          # candidate runs
+    diff: np.ndarray  # D = C - B (log)
+    base_centre: np.ndarray  # B (log)
+    cand_centre: np.ndarray  # C (log)
+    between_est: np.ndarray  # raw between-run variance estimate (>= 0)
+    between_df: np.ndarray  # its degrees of freedom
+    within_base: np.ndarray  # within-run variance carried by one baseline run centre
+    within_cand: np.ndarray  # ... by one candidate run centre
+    n_base: np.ndarray  # baseline runs
+    n_cand: np.ndarray  # candidate runs
 
 
 def noise_components(
-    base_centres: np.ndarray, base_within: np.ndarray, base_rounds: np.ndarray,
-    cand_centres: np.ndarray, cand_within: np.ndarray, cand_rounds: np.ndarray,
+    base_centres: np.ndarray,
+    base_within: np.ndarray,
+    base_rounds: np.ndarray,
+    cand_centres: np.ndarray,
+    cand_within: np.ndarray,
+    cand_rounds: np.ndarray,
 ) -> NoiseComponents:
     """From per-run summaries of shape (N, H) (baseline) and (N, Hc) (candidate)."""
     bc, bw, bn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (base_centres, base_within, base_rounds))
@@ -211,18 +213,23 @@ def noise_components(
     # The spread of run centres also holds their within-run part; keep only the drift.
     between = np.clip(raw - within_base, 0.0, None)
     return NoiseComponents(
-        diff=cand_centre - base_centre, base_centre=base_centre, cand_centre=cand_centre,
-        between_est=between, between_df=df, within_base=within_base, within_cand=within_cand,
-        n_base=np.full(base_centre.shape, float(h_b)), n_cand=np.full(base_centre.shape, float(h_c)),
+        diff=cand_centre - base_centre,
+        base_centre=base_centre,
+        cand_centre=cand_centre,
+        between_est=between,
+        between_df=df,
+        within_base=within_base,
+        within_cand=within_cand,
+        n_base=np.full(base_centre.shape, float(h_b)),
+        n_cand=np.full(base_centre.shape, float(h_c)),
     )
 
 
 def concat_components(parts: Iterable[NoiseComponents]) -> NoiseComponents:
     parts = list(parts)
-    return NoiseComponents(**{
-        name: np.concatenate([getattr(p, name) for p in parts])
-        for name in NoiseComponents.__dataclass_fields__
-    })
+    return NoiseComponents(
+        **{name: np.concatenate([getattr(p, name) for p in parts]) for name in NoiseComponents.__dataclass_fields__}
+    )
 
 
 def suite_prior(between_est: np.ndarray, between_df: np.ndarray, floor: float) -> np.ndarray:
@@ -234,13 +241,13 @@ def suite_prior(between_est: np.ndarray, between_df: np.ndarray, floor: float) -
     prior = np.full(est.shape, floor**2)
     if m < 2:
         return prior
-    others = ~np.eye(m, dtype=bool)                                 # (m, m): row j = all but j
+    others = ~np.eye(m, dtype=bool)  # (m, m): row j = all but j
     values = np.where(others & has[..., None, :], est[..., None, :], np.nan)
     with np.errstate(all="ignore"):
         import warnings
 
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)          # rows with no estimate
+            warnings.simplefilter("ignore", RuntimeWarning)  # rows with no estimate
             med = np.nanmedian(values, axis=-1)
     return np.where(np.isnan(med), prior, np.maximum(prior, med))
 
@@ -254,23 +261,31 @@ class Decision:
     df: np.ndarray
     p_slower: np.ndarray
     p_faster: np.ndarray
-    ci_low: np.ndarray          # log
-    ci_high: np.ndarray         # log
-    theta: np.ndarray           # log(1 + theta)
-    noise: np.ndarray           # sd of one run's centre (log ~ relative)
-    status: np.ndarray          # str: REGRESSED / INCONCLUSIVE / IMPROVED / UNCHANGED
+    ci_low: np.ndarray  # log
+    ci_high: np.ndarray  # log
+    theta: np.ndarray  # log(1 + theta)
+    noise: np.ndarray  # sd of one run's centre (log ~ relative)
+    status: np.ndarray  # str: REGRESSED / INCONCLUSIVE / IMPROVED / UNCHANGED
 
 
-def decide(nc: NoiseComponents, prior_var: np.ndarray, config: GateConfig, m: int,
-           *, shift: np.ndarray | float = 0.0, thresholds: np.ndarray | float | None = None) -> Decision:
+def decide(
+    nc: NoiseComponents,
+    prior_var: np.ndarray,
+    config: GateConfig,
+    m: int,
+    *,
+    shift: np.ndarray | float = 0.0,
+    thresholds: np.ndarray | float | None = None,
+) -> Decision:
     """The rule. ``shift`` is subtracted from D (canary normalisation, log)."""
     nu0 = float(config.prior_runs)
     df = nu0 + nc.between_df
     floor2 = config.between_run_floor**2
     between = np.maximum(floor2, (nu0 * prior_var + nc.between_df * nc.between_est) / np.maximum(df, 1e-12))
     df = np.maximum(df, 1.0)  # no history information at all: Cauchy tails, very cautious
-    var = (_median_factor(nc.n_cand) / nc.n_cand * (between + nc.within_cand)
-           + _median_factor(nc.n_base) / nc.n_base * (between + nc.within_base))
+    var = _median_factor(nc.n_cand) / nc.n_cand * (between + nc.within_cand) + _median_factor(nc.n_base) / nc.n_base * (
+        between + nc.within_base
+    )
     sd = np.sqrt(var)
     diff = nc.diff - shift
     t = diff / sd
@@ -285,11 +300,21 @@ def decide(nc: NoiseComponents, prior_var: np.ndarray, config: GateConfig, m: in
     regressed = (p_slower < level) & (ci_high >= theta)
     improved = (p_faster < level) & (ci_low <= -theta)
     inconclusive = ~regressed & (diff >= theta)
-    status = np.where(regressed, "REGRESSED",
-             np.where(improved, "IMPROVED",
-             np.where(inconclusive, "INCONCLUSIVE", "UNCHANGED")))
-    return Decision(diff=diff, sd=sd, df=df, p_slower=p_slower, p_faster=p_faster, ci_low=ci_low,
-                    ci_high=ci_high, theta=theta, noise=noise, status=status)
+    status = np.where(
+        regressed, "REGRESSED", np.where(improved, "IMPROVED", np.where(inconclusive, "INCONCLUSIVE", "UNCHANGED"))
+    )
+    return Decision(
+        diff=diff,
+        sd=sd,
+        df=df,
+        p_slower=p_slower,
+        p_faster=p_faster,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        theta=theta,
+        noise=noise,
+        status=status,
+    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -302,8 +327,11 @@ def _positive_rounds(record: Mapping[str, Any]) -> np.ndarray:
 
 
 def _records(runs: list[dict], bench_id: str) -> list[dict]:
-    return [run["benchmarks"][bench_id] for run in runs
-            if isinstance(run.get("benchmarks"), dict) and isinstance(run["benchmarks"].get(bench_id), dict)]
+    return [
+        run["benchmarks"][bench_id]
+        for run in runs
+        if isinstance(run.get("benchmarks"), dict) and isinstance(run["benchmarks"].get(bench_id), dict)
+    ]
 
 
 def _run_summaries(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -320,9 +348,11 @@ def severity_of(ratio: float) -> str:
 
 
 def _canary_centre(runs: list[dict]) -> float | None:
-    centres = [float(np.median(c)) for c in
-               (np.asarray(run.get("canary_ms") or [], dtype=float) for run in runs)
-               if c.size and np.all(np.isfinite(c)) and np.all(c > 0)]
+    centres = [
+        float(np.median(c))
+        for c in (np.asarray(run.get("canary_ms") or [], dtype=float) for run in runs)
+        if c.size and np.all(np.isfinite(c)) and np.all(c > 0)
+    ]
     return float(np.median(centres)) if centres else None
 
 
@@ -399,10 +429,15 @@ def baseline_priors(baseline_runs: list[dict], floor: float) -> dict[str, float]
     return dict(zip(ids, suite_prior(nc.between_est, nc.between_df, floor).tolist()))
 
 
-def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: GateConfig | None = None,
-                 *, n_compared: int | None = None,
-                 thresholds: Mapping[str, float] | None = None,
-                 priors: Mapping[str, float] | None = None) -> dict[str, Verdict]:
+def compare_runs(
+    candidate_runs: list[dict],
+    baseline_runs: list[dict],
+    config: GateConfig | None = None,
+    *,
+    n_compared: int | None = None,
+    thresholds: Mapping[str, float] | None = None,
+    priors: Mapping[str, float] | None = None,
+) -> dict[str, Verdict]:
     """Verdict per benchmark id, for the candidate run(s) against the baseline history.
 
     ``n_compared``: the number of benchmarks the suite compares (m in alpha / m); by default the
@@ -414,7 +449,7 @@ def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: 
     thresholds = thresholds or {}
     ids: list[str] = []
     for run in [*candidate_runs, *baseline_runs]:
-        for bench_id in (run.get("benchmarks") or {}):
+        for bench_id in run.get("benchmarks") or {}:
             if bench_id not in ids:
                 ids.append(bench_id)
 
@@ -442,8 +477,9 @@ def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: 
             reason = f"timers differ ({_timer(base)} in the baseline, {_timer(cand)} now): not comparable"
         if reason is not None:
             status = "REGRESSED" if kernel_reasons else "NOT_GATED"
-            verdicts[bench_id] = Verdict(status=status, severity="mild" if kernel_reasons else None,
-                                         notes=(reason, *kernel_notes), **common)
+            verdicts[bench_id] = Verdict(
+                status=status, severity="mild" if kernel_reasons else None, notes=(reason, *kernel_notes), **common
+            )
             continue
         nc = noise_components(*_run_summaries(base), *_run_summaries(cand_measured))
         gated.append((bench_id, nc, kernel_reasons, kernel_notes, history))
@@ -469,13 +505,19 @@ def compare_runs(candidate_runs: list[dict], baseline_runs: list[dict], config: 
             if kernel_reasons and status != "REGRESSED":
                 status = "REGRESSED"
             verdicts[bench_id] = Verdict(
-                id=bench_id, status=status,
-                baseline_ms=math.exp(float(nc.base_centre[0])), candidate_ms=math.exp(float(nc.cand_centre[0])),
-                ratio=r, ci=(math.exp(float(dec.ci_low[i])), math.exp(float(dec.ci_high[i]))),
+                id=bench_id,
+                status=status,
+                baseline_ms=math.exp(float(nc.base_centre[0])),
+                candidate_ms=math.exp(float(nc.cand_centre[0])),
+                ratio=r,
+                ci=(math.exp(float(dec.ci_low[i])), math.exp(float(dec.ci_high[i]))),
                 p_value=float(dec.p_slower[i]),
                 severity=severity_of(r) if status == "REGRESSED" else None,
-                reasons=tuple(kernel_reasons), notes=tuple(notes),
-                threshold=math.expm1(float(dec.theta[i])), noise=float(dec.noise[i]),
-                history=history, alpha_per_test=config.alpha / max(m, 1),
+                reasons=tuple(kernel_reasons),
+                notes=tuple(notes),
+                threshold=math.expm1(float(dec.theta[i])),
+                noise=float(dec.noise[i]),
+                history=history,
+                alpha_per_test=config.alpha / max(m, 1),
             )
     return {bench_id: verdicts[bench_id] for bench_id in ids}

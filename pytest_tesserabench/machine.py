@@ -84,8 +84,7 @@ def l2_cache_bytes(device_index: int = 0) -> int:
     torch = _usable_torch_cuda()
     if torch is None:
         raise RuntimeError(
-            "l2_cache_bytes() needs a CUDA device and none is usable here; "
-            "time CPU tensors with the CPU timer instead"
+            "l2_cache_bytes() needs a CUDA device and none is usable here; time CPU tensors with the CPU timer instead"
         )
     props = torch.cuda.get_device_properties(device_index)
     size = int(getattr(props, "L2_cache_size", 0) or 0)

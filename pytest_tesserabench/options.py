@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 TIMERS = ("auto", "cpu", "cuda_event", "cuda_graph")
@@ -123,41 +124,92 @@ class Option:
 
 OPTIONS: tuple[Option, ...] = (
     Option("bench", "--bench", "measure benchmarks (without it, bench(fn) calls fn once)"),
-    Option("bench_save", "--bench-save", "measure and append this run to baseline NAME for this machine",
-           _baseline_name, metavar="NAME"),
-    Option("bench_compare", "--bench-compare", "measure and compare with baseline NAME; a significant "
-           "slowdown fails its test", _baseline_name, metavar="NAME"),
-    Option("bench_json", "--bench-json", "write the full results of this run, raw samples included",
-           Path, metavar="PATH"),
+    Option(
+        "bench_save",
+        "--bench-save",
+        "measure and append this run to baseline NAME for this machine",
+        _baseline_name,
+        metavar="NAME",
+    ),
+    Option(
+        "bench_compare",
+        "--bench-compare",
+        "measure and compare with baseline NAME; a significant slowdown fails its test",
+        _baseline_name,
+        metavar="NAME",
+    ),
+    Option(
+        "bench_json", "--bench-json", "write the full results of this run, raw samples included", Path, metavar="PATH"
+    ),
     Option("bench_dir", "--bench-dir", "baselines root (default: <rootdir>/baselines)", Path, metavar="DIR"),
-    Option("bench_threshold", "--bench-threshold", "smallest slowdown worth failing for, in percent "
-           "(default 5)", _percent, 0.05, "PCT"),
-    Option("bench_max_time", "--bench-max-time", "measurement budget per benchmark in seconds, "
-           "after warm-up (default 1.0)", _positive_float, 1.0, "S"),
-    Option("bench_min_rounds", "--bench-min-rounds", "fewest rounds per benchmark (default 5)",
-           _positive_int, 5, "N"),
-    Option("bench_warmup", "--bench-warmup", "warm-up time per benchmark in seconds (default 0.1)",
-           _non_negative_float, 0.1, "S"),
-    Option("bench_target_ci", "--bench-target-ci", "stop once the 95%% interval of the median is "
-           "within +-PCT (default 1)", _percent, 0.01, "PCT"),
-    Option("bench_timer", "--bench-timer", "auto (from where the arguments live), cpu, cuda_event "
-           "or cuda_graph", _timer, "auto", "KIND"),
-    Option("bench_arch", "--bench-arch", "targets for static kernel analysis, e.g. sm_90,sm_80 "
-           "(default: the live GPU, else sm_90)", _arch_list, metavar="LIST"),
-    Option("bench_ir_dump", "--bench-ir-dump", "write every IR level of each analysed kernel here",
-           Path, metavar="DIR"),
-    Option("bench_peaks", "--bench-peaks", "roofline peaks: table (datasheet figures, the default) or "
-           "measure (a large bf16 matmul and a device copy, once per machine, cached)", _peaks, "table", "SOURCE"),
+    Option(
+        "bench_threshold",
+        "--bench-threshold",
+        "smallest slowdown worth failing for, in percent (default 5)",
+        _percent,
+        0.05,
+        "PCT",
+    ),
+    Option(
+        "bench_max_time",
+        "--bench-max-time",
+        "measurement budget per benchmark in seconds, after warm-up (default 1.0)",
+        _positive_float,
+        1.0,
+        "S",
+    ),
+    Option("bench_min_rounds", "--bench-min-rounds", "fewest rounds per benchmark (default 5)", _positive_int, 5, "N"),
+    Option(
+        "bench_warmup",
+        "--bench-warmup",
+        "warm-up time per benchmark in seconds (default 0.1)",
+        _non_negative_float,
+        0.1,
+        "S",
+    ),
+    Option(
+        "bench_target_ci",
+        "--bench-target-ci",
+        "stop once the 95%% interval of the median is within +-PCT (default 1)",
+        _percent,
+        0.01,
+        "PCT",
+    ),
+    Option(
+        "bench_timer",
+        "--bench-timer",
+        "auto (from where the arguments live), cpu, cuda_event or cuda_graph",
+        _timer,
+        "auto",
+        "KIND",
+    ),
+    Option(
+        "bench_arch",
+        "--bench-arch",
+        "targets for static kernel analysis, e.g. sm_90,sm_80 (default: the live GPU, else sm_90)",
+        _arch_list,
+        metavar="LIST",
+    ),
+    Option(
+        "bench_ir_dump", "--bench-ir-dump", "write every IR level of each analysed kernel here", Path, metavar="DIR"
+    ),
+    Option(
+        "bench_peaks",
+        "--bench-peaks",
+        "roofline peaks: table (datasheet figures, the default) or "
+        "measure (a large bf16 matmul and a device copy, once per machine, cached)",
+        _peaks,
+        "table",
+        "SOURCE",
+    ),
     Option("bench_ncu", "--bench-ncu", "GPU only: hardware counters via Nsight Compute"),
-    Option("bench_trace", "--bench-trace", "GPU only: write a Chrome trace per benchmark here",
-           Path, metavar="DIR"),
+    Option("bench_trace", "--bench-trace", "GPU only: write a Chrome trace per benchmark here", Path, metavar="DIR"),
 )
 # Ini-only keys: settings a project fixes once rather than per run.
 INI_ONLY: tuple[Option, ...] = (
     Option("bench_history", "", "baseline runs kept per machine (default 10)", _positive_int, 10),
     Option("bench_alpha", "", "suite-wide false-alarm rate of the gate (default 0.01)", _fraction, 0.01),
-    Option("bench_canary_normalize", "", "divide comparisons by the canary's drift (default false)",
-           _bool, False),
+    Option("bench_canary_normalize", "", "divide comparisons by the canary's drift (default false)", _bool, False),
 )
 
 
@@ -186,11 +238,24 @@ class Settings:
 
 
 _FIELD = {
-    "bench": "enabled", "bench_save": "save", "bench_compare": "compare", "bench_json": "json_path",
-    "bench_dir": "bench_dir", "bench_threshold": "threshold", "bench_max_time": "max_time",
-    "bench_min_rounds": "min_rounds", "bench_warmup": "warmup", "bench_target_ci": "target_ci",
-    "bench_timer": "timer", "bench_arch": "arch", "bench_ir_dump": "ir_dump", "bench_peaks": "peaks", "bench_ncu": "ncu",
-    "bench_trace": "trace_dir", "bench_history": "history", "bench_alpha": "alpha",
+    "bench": "enabled",
+    "bench_save": "save",
+    "bench_compare": "compare",
+    "bench_json": "json_path",
+    "bench_dir": "bench_dir",
+    "bench_threshold": "threshold",
+    "bench_max_time": "max_time",
+    "bench_min_rounds": "min_rounds",
+    "bench_warmup": "warmup",
+    "bench_target_ci": "target_ci",
+    "bench_timer": "timer",
+    "bench_arch": "arch",
+    "bench_ir_dump": "ir_dump",
+    "bench_peaks": "peaks",
+    "bench_ncu": "ncu",
+    "bench_trace": "trace_dir",
+    "bench_history": "history",
+    "bench_alpha": "alpha",
     "bench_canary_normalize": "canary_normalize",
 }
 

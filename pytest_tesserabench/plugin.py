@@ -24,8 +24,7 @@ MARKERS = (
     "the cartesian product of the axes, or explicit points",
     "bench_precision(*policies): parametrize the argument `precision` with Precision policies, "
     "grammar <storage>[@accum(<accum>)], e.g. 'bf16', 'fp8_e4m3@accum(fp32)'",
-    "bench(group=, max_time=, min_rounds=, warmup=, target_ci=, threshold=, timer=): "
-    "per-test measurement overrides",
+    "bench(group=, max_time=, min_rounds=, warmup=, target_ci=, threshold=, timer=): per-test measurement overrides",
 )
 
 
@@ -36,8 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         if opt.parse is None:
             group.addoption(opt.flag, action="store_true", default=None, dest=opt.dest, help=opt.help)
         else:
-            group.addoption(opt.flag, action="store", default=None, dest=opt.dest, metavar=opt.metavar,
-                            help=opt.help)
+            group.addoption(opt.flag, action="store", default=None, dest=opt.dest, metavar=opt.metavar, help=opt.help)
         parser.addini(opt.ini, opt.help, default="")
     for opt in options.INI_ONLY:
         parser.addini(opt.ini, opt.help, default="")
@@ -58,8 +56,9 @@ def pytest_configure(config: pytest.Config) -> None:
     cache_dir = None
     if getattr(config, "cache", None) is not None:  # absent under -p no:cacheprovider
         cache_dir = Path(config.cache.mkdir("tesserabench"))
-    state = BenchSession(settings, rootdir=Path(config.rootpath), cache_dir=cache_dir,
-                         is_worker=hasattr(config, "workerinput"))
+    state = BenchSession(
+        settings, rootdir=Path(config.rootpath), cache_dir=cache_dir, is_worker=hasattr(config, "workerinput")
+    )
     config.stash[SESSION_KEY] = state
     config.pluginmanager.register(SessionHooks(state), "tesserabench-session")
     if settings.enabled:
@@ -77,7 +76,8 @@ def pytest_configure(config: pytest.Config) -> None:
         reason = profiling.ncu_skip_reason()
         if reason:
             config.issue_config_time_warning(
-                pytest.PytestWarning(f"--bench-ncu: hardware counters skipped: {reason}"), stacklevel=2)
+                pytest.PytestWarning(f"--bench-ncu: hardware counters skipped: {reason}"), stacklevel=2
+            )
 
 
 def _kernel_section(records: dict) -> list[str]:
@@ -115,11 +115,15 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     precision = metafunc.definition.get_closest_marker("bench_precision")
     if precision is not None:
         if "precision" not in metafunc.fixturenames:
-            pytest.fail(f"@pytest.mark.bench_precision on {where}: the test has no `precision` argument; "
-                        f"add one to its signature", pytrace=False)
+            pytest.fail(
+                f"@pytest.mark.bench_precision on {where}: the test has no `precision` argument; "
+                f"add one to its signature",
+                pytrace=False,
+            )
         if not precision.args:
-            pytest.fail(f"@pytest.mark.bench_precision on {where}: name at least one policy, e.g. 'bf16'",
-                        pytrace=False)
+            pytest.fail(
+                f"@pytest.mark.bench_precision on {where}: name at least one policy, e.g. 'bf16'", pytrace=False
+            )
         try:
             policies = [Precision.parse(p) for p in precision.args]
         except PrecisionError as exc:
@@ -129,8 +133,11 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def _size_points(marker: pytest.Mark, where: str) -> tuple[list[str], list[tuple]]:
     if marker.args and marker.kwargs:
-        pytest.fail(f"@pytest.mark.bench_sizes on {where}: give either axes (M=[...], N=[...]) or a list "
-                    f"of points ([{{'M': 1, 'N': 2}}, ...]), not both", pytrace=False)
+        pytest.fail(
+            f"@pytest.mark.bench_sizes on {where}: give either axes (M=[...], N=[...]) or a list "
+            f"of points ([{{'M': 1, 'N': 2}}, ...]), not both",
+            pytrace=False,
+        )
     if marker.kwargs:
         names = list(marker.kwargs)
         axes = []
@@ -141,17 +148,27 @@ def _size_points(marker: pytest.Mark, where: str) -> tuple[list[str], list[tuple
                 pytest.fail(f"@pytest.mark.bench_sizes on {where}: axis {name} has no values", pytrace=False)
             axes.append(values)
         return names, list(itertools.product(*axes))
-    if len(marker.args) == 1 and isinstance(marker.args[0], (list, tuple)) and marker.args[0] \
-            and all(isinstance(p, dict) for p in marker.args[0]):
+    if (
+        len(marker.args) == 1
+        and isinstance(marker.args[0], (list, tuple))
+        and marker.args[0]
+        and all(isinstance(p, dict) for p in marker.args[0])
+    ):
         points = marker.args[0]
         names = list(points[0])
         for i, point in enumerate(points):
             if set(point) != set(names):
-                pytest.fail(f"@pytest.mark.bench_sizes on {where}: point {i} has keys {sorted(point)}, "
-                            f"point 0 has {sorted(names)}; every point needs the same keys", pytrace=False)
+                pytest.fail(
+                    f"@pytest.mark.bench_sizes on {where}: point {i} has keys {sorted(point)}, "
+                    f"point 0 has {sorted(names)}; every point needs the same keys",
+                    pytrace=False,
+                )
         return names, [tuple(p[n] for n in names) for p in points]
-    pytest.fail(f"@pytest.mark.bench_sizes on {where}: expected axes like bench_sizes(M=[1024, 4096]) "
-                f"or points like bench_sizes([{{'M': 1024}}, ...]), got {marker.args!r}", pytrace=False)
+    pytest.fail(
+        f"@pytest.mark.bench_sizes on {where}: expected axes like bench_sizes(M=[1024, 4096]) "
+        f"or points like bench_sizes([{{'M': 1024}}, ...]), got {marker.args!r}",
+        pytrace=False,
+    )
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -180,8 +197,10 @@ def bench(request: pytest.FixtureRequest):
     marker = item.get_closest_marker("bench")
     if marker is not None:
         if marker.args:
-            pytest.fail(f"@pytest.mark.bench on {item.nodeid}: takes keyword arguments only, "
-                        f"e.g. bench(max_time=2)", pytrace=False)
+            pytest.fail(
+                f"@pytest.mark.bench on {item.nodeid}: takes keyword arguments only, e.g. bench(max_time=2)",
+                pytrace=False,
+            )
         try:
             settings, group = options.apply_marker(settings, marker.kwargs, item.nodeid)
         except options.SettingsError as exc:
@@ -190,8 +209,13 @@ def bench(request: pytest.FixtureRequest):
     params = {k: (str(v) if isinstance(v, Precision) else v) for k, v in callspec.params.items()} if callspec else {}
     params = {k: v if isinstance(v, (int, float, str, bool, type(None))) else repr(v) for k, v in params.items()}
     module = item.nodeid.split("::", 1)[0]
-    fixture = Bench(session=session, nodeid=item.nodeid, params=params,
-                    group=group or f"{module}::{getattr(item, 'originalname', item.name)}", settings=settings)
+    fixture = Bench(
+        session=session,
+        nodeid=item.nodeid,
+        params=params,
+        group=group or f"{module}::{getattr(item, 'originalname', item.name)}",
+        settings=settings,
+    )
     item.stash[BENCH_KEY] = fixture
     return fixture
 
@@ -215,14 +239,16 @@ def pytest_runtest_call(item: pytest.Item):
         if verdict.failed:
             failures.append(f"{record_id}: {verdict.line()}")
         elif verdict.status == "INCONCLUSIVE":
-            warnings.warn(pytest.PytestWarning(f"{record_id}: {verdict.line()}. To settle it: {verdict.hint()}"))
+            warnings.warn(
+                pytest.PytestWarning(f"{record_id}: {verdict.line()}. To settle it: {verdict.hint()}"), stacklevel=2
+            )
     if failures:
         pytest.fail("\n".join(failures), pytrace=False)
     return result
 
 
 def _label(record_id: str, nodeid: str) -> str | None:
-    return None if record_id == nodeid else record_id[len(nodeid) + 2:]
+    return None if record_id == nodeid else record_id[len(nodeid) + 2 :]
 
 
 def verdict_dict(verdict) -> dict:
@@ -248,8 +274,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
                 # Re-run this test alone under Nsight Compute; its counters describe the test's
                 # first measured call (the kernel under test).
-                records[0]["ncu"] = profiling.run_ncu(item.nodeid, ["--bench", f"--rootdir={item.config.rootpath}"],
-                                                      cwd=item.config.invocation_params.dir)
+                records[0]["ncu"] = profiling.run_ncu(
+                    item.nodeid, ["--bench", f"--rootdir={item.config.rootpath}"], cwd=item.config.invocation_params.dir
+                )
             setattr(report, REPORT_ATTR, records)
     return report
 
@@ -265,8 +292,9 @@ class SessionHooks:
         state = self.state
         # The canary: timed at the start and end of every measuring run, on the controller (or on
         # a worker whose comparisons it normalises), under the device lock like any measurement.
-        if state.settings.enabled and (not state.is_worker or
-                                       (state.settings.canary_normalize and state.baseline is not None)):
+        if state.settings.enabled and (
+            not state.is_worker or (state.settings.canary_normalize and state.baseline is not None)
+        ):
             state.time_canary()
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -288,8 +316,11 @@ class SessionHooks:
         state = self.state
         width = config.get_terminal_writer().fullwidth
         terminalreporter.write_sep("=", "tesserabench")
-        terminalreporter.write(render_summary(state.records, width=width, color=terminalreporter.hasmarkup,
-                                              quiet=config.get_verbosity() < 0))
+        terminalreporter.write(
+            render_summary(
+                state.records, width=width, color=terminalreporter.hasmarkup, quiet=config.get_verbosity() < 0
+            )
+        )
         kernel_lines = _kernel_section(state.records)
         if kernel_lines and config.get_verbosity() >= 0:
             terminalreporter.write_sep("-", "static kernel analysis")
@@ -301,15 +332,21 @@ class SessionHooks:
 
             terminalreporter.write_sep("-", f"compared with baseline {state.settings.compare} ({state.baseline_path})")
             runs = state.baseline["runs"]
-            terminalreporter.write(render_comparison(
-                state.comparison_verdicts(),
-                version_diffs=software_differences(state.machine_info, runs[-1].get("machine")),
-                canary_ratio=canary_ratio([{"canary_ms": state.canary_ms}], runs),
-                width=width, color=terminalreporter.hasmarkup))
+            terminalreporter.write(
+                render_comparison(
+                    state.comparison_verdicts(),
+                    version_diffs=software_differences(state.machine_info, runs[-1].get("machine")),
+                    canary_ratio=canary_ratio([{"canary_ms": state.canary_ms}], runs),
+                    width=width,
+                    color=terminalreporter.hasmarkup,
+                )
+            )
             not_run = state.not_run_count()
             if not_run:
-                terminalreporter.write_line(f"{not_run} baseline benchmark(s) belong to tests that did not run "
-                                            f"in this session (deselected or removed)")
+                terminalreporter.write_line(
+                    f"{not_run} baseline benchmark(s) belong to tests that did not run "
+                    f"in this session (deselected or removed)"
+                )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         state = self.state
@@ -344,4 +381,6 @@ class SessionHooks:
                     reporter.write_line(
                         f"tesserabench: saved {saved} benchmark(s) to {path}"
                         + (f" ({skipped} from failed tests left out)" if skipped else "")
-                        if saved else f"tesserabench: nothing saved to {path}: no passing benchmark")
+                        if saved
+                        else f"tesserabench: nothing saved to {path}: no passing benchmark"
+                    )

@@ -41,19 +41,15 @@ class Precision:
         match = _GRAMMAR.match(str(text).strip().lower())
         if not match:
             raise PrecisionError(
-                f"precision {text!r} does not match <storage>[@accum(<accum>)], "
-                f"e.g. 'bf16' or 'fp8_e4m3@accum(fp32)'"
+                f"precision {text!r} does not match <storage>[@accum(<accum>)], e.g. 'bf16' or 'fp8_e4m3@accum(fp32)'"
             )
         storage, accum = match["storage"], match["accum"] or "fp32"
         if storage not in _STORAGE:
             raise PrecisionError(
-                f"unknown storage type {storage!r} in precision {text!r}; "
-                f"choose one of {', '.join(_STORAGE)}"
+                f"unknown storage type {storage!r} in precision {text!r}; choose one of {', '.join(_STORAGE)}"
             )
         if accum not in _ACCUM:
-            raise PrecisionError(
-                f"unknown accumulator {accum!r} in precision {text!r}; choose fp32 or fp16"
-            )
+            raise PrecisionError(f"unknown accumulator {accum!r} in precision {text!r}; choose fp32 or fp16")
         return cls(storage, accum)
 
     def __str__(self) -> str:
@@ -103,8 +99,8 @@ class Precision:
         if capability is None:
             return None
         if tuple(capability) < self.min_capability:
-            need = "sm_%d%d" % self.min_capability
-            have = "sm_%d%d" % tuple(capability)
+            need = "sm_{}{}".format(*self.min_capability)
+            have = "sm_{}{}".format(*capability)
             return f"precision {self} needs {need} or newer; this GPU is {have}"
         return None
 

@@ -39,11 +39,25 @@ METRIC_FIELDS = {
     DRAM_THROUGHPUT: "dram_throughput_pct",
     SM_THROUGHPUT: "sm_throughput_pct",
 }
-_TIME_UNITS_TO_MS = {"nsecond": 1e-6, "ns": 1e-6, "usecond": 1e-3, "us": 1e-3,
-                     "msecond": 1.0, "ms": 1.0, "second": 1e3, "s": 1e3}
+_TIME_UNITS_TO_MS = {
+    "nsecond": 1e-6,
+    "ns": 1e-6,
+    "usecond": 1e-3,
+    "us": 1e-3,
+    "msecond": 1.0,
+    "ms": 1.0,
+    "second": 1e3,
+    "s": 1e3,
+}
 # ncu options the child must not inherit: it profiles one benchmark, writes no results.
-_PARENT_ONLY_FLAGS = ("--bench-ncu", "--bench-save", "--bench-compare", "--bench-json",
-                      "--bench-trace", "--bench-ir-dump")
+_PARENT_ONLY_FLAGS = (
+    "--bench-ncu",
+    "--bench-save",
+    "--bench-compare",
+    "--bench-json",
+    "--bench-trace",
+    "--bench-ir-dump",
+)
 
 
 class NcuError(RuntimeError):
@@ -51,6 +65,7 @@ class NcuError(RuntimeError):
 
 
 # ---- Nsight Compute ------------------------------------------------------------------------
+
 
 def ncu_available() -> str | None:
     """Path of the ``ncu`` executable: on PATH, else under $CUDA_HOME or /usr/local/cuda."""
@@ -70,8 +85,10 @@ def ncu_skip_reason() -> str | None:
     if not machine.gpu_plausibly_present():
         return "--bench-ncu needs an NVIDIA GPU and no GPU driver was found"
     if ncu_available() is None:
-        return ("--bench-ncu needs Nsight Compute: `ncu` is not on PATH nor in $CUDA_HOME/bin; "
-                "install the CUDA toolkit or nsight-compute and put ncu on PATH")
+        return (
+            "--bench-ncu needs Nsight Compute: `ncu` is not on PATH nor in $CUDA_HOME/bin; "
+            "install the CUDA toolkit or nsight-compute and put ncu on PATH"
+        )
     return None
 
 
@@ -105,10 +122,16 @@ def _child_args(pytest_args: Iterable[str]) -> list[str]:
     return args
 
 
-def ncu_command(nodeid: str, pytest_args: Sequence[str] = (),
-                metrics: Sequence[str] = DEFAULT_METRICS, *, ncu: str | None = None,
-                log_file: str | os.PathLike | None = None, clock_control: str = "base",
-                python: str = sys.executable) -> list[str]:
+def ncu_command(
+    nodeid: str,
+    pytest_args: Sequence[str] = (),
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    ncu: str | None = None,
+    log_file: str | os.PathLike | None = None,
+    clock_control: str = "base",
+    python: str = sys.executable,
+) -> list[str]:
     """argv that re-runs one benchmark (``nodeid``) under Nsight Compute.
 
     ``pytest_args`` are options for the child pytest (rootdir, -c, -p ...), not paths:
@@ -128,13 +151,24 @@ def ncu_command(nodeid: str, pytest_args: Sequence[str] = (),
         raise NcuError(ncu_skip_reason() or "ncu not found")
     if not metrics:
         raise ValueError("ncu_command() needs at least one metric name")
-    command = [ncu, "--csv", "--print-units", "base", "--metrics", ",".join(metrics),
-               "--target-processes", "all", "--clock-control", clock_control,
-               "--nvtx", "--nvtx-include", f"{NVTX_RANGE}/"]
+    command = [
+        ncu,
+        "--csv",
+        "--print-units",
+        "base",
+        "--metrics",
+        ",".join(metrics),
+        "--target-processes",
+        "all",
+        "--clock-control",
+        clock_control,
+        "--nvtx",
+        "--nvtx-include",
+        f"{NVTX_RANGE}/",
+    ]
     if log_file is not None:
         command += ["--log-file", str(log_file)]
-    return command + [python, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider",
-                      *_child_args(pytest_args)]
+    return command + [python, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider", *_child_args(pytest_args)]
 
 
 def _number(text: str) -> float | str:
@@ -154,8 +188,10 @@ def parse_ncu_csv(text: str) -> list[dict]:
     lines = text.splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith('"ID",')), None)
     if start is None:
-        raise NcuError("no ncu CSV in the output (no header line starting with \"ID\"): "
-                       "ncu profiled no kernel, or was run without --csv")
+        raise NcuError(
+            'no ncu CSV in the output (no header line starting with "ID"): '
+            "ncu profiled no kernel, or was run without --csv"
+        )
     body = (line for line in lines[start:] if line.startswith('"'))  # skip ==PROF== and prints
     reader = csv.reader(body)
     header = next(reader)
@@ -169,8 +205,7 @@ def parse_ncu_csv(text: str) -> list[dict]:
         if len(row) != len(header) or row == header:
             continue
         kernel_id = int(row[column["ID"]])
-        kernel = kernels.setdefault(
-            kernel_id, {"id": kernel_id, "name": row[column["Kernel Name"]], "metrics": {}})
+        kernel = kernels.setdefault(kernel_id, {"id": kernel_id, "name": row[column["Kernel Name"]], "metrics": {}})
         kernel["metrics"][row[column["Metric Name"]]] = {
             "value": _number(row[column["Metric Value"]]),
             "unit": row[column["Metric Unit"]],
@@ -183,8 +218,7 @@ def _gpu_time_ms(kernel: dict) -> float | None:
     if metric is None or not isinstance(metric["value"], float):
         return None
     if metric["unit"] not in _TIME_UNITS_TO_MS:
-        raise NcuError(f"unknown time unit {metric['unit']!r} for {GPU_TIME} "
-                       f"in kernel {kernel['name']!r}")
+        raise NcuError(f"unknown time unit {metric['unit']!r} for {GPU_TIME} in kernel {kernel['name']!r}")
     return metric["value"] * _TIME_UNITS_TO_MS[metric["unit"]]
 
 
@@ -210,9 +244,11 @@ def summarize_ncu(kernels: list[dict]) -> dict:
         known = [time for time in times if time is not None]
         entry = {"launches": len(group), "gpu_time_ms": sum(known) if known else None}
         for metric, field in METRIC_FIELDS.items():
-            pairs = [(kernel["metrics"][metric]["value"], time or 0.0)
-                     for kernel, time in zip(group, times)
-                     if isinstance(kernel["metrics"].get(metric, {}).get("value"), float)]
+            pairs = [
+                (kernel["metrics"][metric]["value"], time or 0.0)
+                for kernel, time in zip(group, times)
+                if isinstance(kernel["metrics"].get(metric, {}).get("value"), float)
+            ]
             entry[field] = _weighted(pairs)
         return entry
 
@@ -223,14 +259,22 @@ def summarize_ncu(kernels: list[dict]) -> dict:
 
 def _permission_problem(output: str) -> str | None:
     if "ERR_NVGPUCTRPERM" in output:
-        return ("ncu may not read GPU performance counters (ERR_NVGPUCTRPERM): run as root or "
-                "load the driver with NVreg_RestrictProfilingToAdminUsers=0")
+        return (
+            "ncu may not read GPU performance counters (ERR_NVGPUCTRPERM): run as root or "
+            "load the driver with NVreg_RestrictProfilingToAdminUsers=0"
+        )
     return None
 
 
-def run_ncu(nodeid: str, pytest_args: Sequence[str] = (), *,
-            metrics: Sequence[str] = DEFAULT_METRICS, cwd: str | os.PathLike | None = None,
-            timeout_s: float = 600, clock_control: str = "base") -> dict:
+def run_ncu(
+    nodeid: str,
+    pytest_args: Sequence[str] = (),
+    *,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    cwd: str | os.PathLike | None = None,
+    timeout_s: float = 600,
+    clock_control: str = "base",
+) -> dict:
     """Profile one benchmark under ncu; the record's ``ncu`` field, or
     ``{"available": False, "reason": ...}`` when it cannot be had."""
     reason = ncu_skip_reason()
@@ -238,11 +282,16 @@ def run_ncu(nodeid: str, pytest_args: Sequence[str] = (), *,
         return {"available": False, "reason": reason}
     with tempfile.TemporaryDirectory(prefix="tesserabench-ncu-") as folder:
         log = Path(folder, "ncu.csv")
-        command = ncu_command(nodeid, pytest_args, metrics, log_file=log,
-                              clock_control=clock_control)
+        command = ncu_command(nodeid, pytest_args, metrics, log_file=log, clock_control=clock_control)
         try:
-            done = subprocess.run(command, cwd=cwd, capture_output=True, text=True,
-                                  timeout=timeout_s, env={**os.environ, NCU_ENV_VAR: "1"})
+            done = subprocess.run(
+                command,
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                env={**os.environ, NCU_ENV_VAR: "1"},
+            )
         except subprocess.TimeoutExpired:
             return {"available": False, "reason": f"ncu run of {nodeid} exceeded {timeout_s} s"}
         text = log.read_text() if log.exists() else done.stdout
@@ -254,11 +303,11 @@ def run_ncu(nodeid: str, pytest_args: Sequence[str] = (), *,
             return {**summarize_ncu(parse_ncu_csv(text)), "clock_control": clock_control}
         except NcuError as error:
             tail = (done.stdout + done.stderr)[-400:]
-            return {"available": False,
-                    "reason": f"{error} (ncu exit {done.returncode}; output ends: {tail!r})"}
+            return {"available": False, "reason": f"{error} (ncu exit {done.returncode}; output ends: {tail!r})"}
 
 
 # ---- torch.profiler trace ------------------------------------------------------------------
+
 
 def trace_path(trace_dir: str | os.PathLike, record_id: str) -> Path:
     """A file name for one benchmark's trace: the record id made file-safe."""
@@ -268,8 +317,13 @@ def trace_path(trace_dir: str | os.PathLike, record_id: str) -> Path:
     return Path(trace_dir) / f"{safe}.trace.json"
 
 
-def trace_call(fn: Callable, args: Sequence = (), kwargs: dict | None = None,
-               path: str | os.PathLike = "trace.json", calls: int = 3) -> Path:
+def trace_call(
+    fn: Callable,
+    args: Sequence = (),
+    kwargs: dict | None = None,
+    path: str | os.PathLike = "trace.json",
+    calls: int = 3,
+) -> Path:
     """Run ``fn`` ``calls`` times under torch.profiler (CPU, plus CUDA when available) and
     write a Chrome trace to ``path``. One untraced call first keeps compilation and autotuning
     out of the trace."""

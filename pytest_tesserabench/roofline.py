@@ -26,12 +26,20 @@ PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
 
 # Storage spellings (precision.py policies, torch dtype names) -> peak key.
 _STORAGE_ALIASES = {
-    "fp32": "fp32", "float32": "fp32", "float": "fp32",
+    "fp32": "fp32",
+    "float32": "fp32",
+    "float": "fp32",
     "tf32": "tf32",
-    "fp16": "fp16", "float16": "fp16", "half": "fp16",
-    "bf16": "bf16", "bfloat16": "bf16",
-    "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8",
-    "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
+    "fp16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp8": "fp8",
+    "fp8_e4m3": "fp8",
+    "fp8_e5m2": "fp8",
+    "float8_e4m3fn": "fp8",
+    "float8_e5m2": "fp8",
 }
 
 
@@ -53,13 +61,16 @@ class Peaks:
         return "measured" if key in self.measured else "table"
 
     def to_json(self) -> dict:
-        return {"name": self.name, "tflops": dict(self.tflops), "gbps": self.gbps,
-                "measured": sorted(self.measured)}
+        return {"name": self.name, "tflops": dict(self.tflops), "gbps": self.gbps, "measured": sorted(self.measured)}
 
     @classmethod
     def from_json(cls, data: Mapping) -> Peaks:
-        return cls(str(data["name"]), {str(k): float(v) for k, v in data["tflops"].items()},
-                   float(data["gbps"]), frozenset(data.get("measured", ())))
+        return cls(
+            str(data["name"]),
+            {str(k): float(v) for k, v in data["tflops"].items()},
+            float(data["gbps"]),
+            frozenset(data.get("measured", ())),
+        )
 
 
 def _dense(sparse_tflops: float) -> float:
@@ -71,54 +82,74 @@ def _dense(sparse_tflops: float) -> float:
 PEAK_TABLE: dict[str, Peaks] = {
     # NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100), SXM / PCIe / NVL
     # columns; tensor figures there are "with sparsity".
-    "NVIDIA H100 SXM": Peaks("NVIDIA H100 SXM", {
-        "fp32": 67.0, "tf32": _dense(989), "fp16": _dense(1979), "bf16": _dense(1979),
-        "fp8": _dense(3958)}, 3350.0),
-    "NVIDIA H100 PCIe": Peaks("NVIDIA H100 PCIe", {
-        "fp32": 51.0, "tf32": _dense(756), "fp16": _dense(1513), "bf16": _dense(1513),
-        "fp8": _dense(3026)}, 2000.0),
-    "NVIDIA H100 NVL": Peaks("NVIDIA H100 NVL", {
-        "fp32": 60.0, "tf32": _dense(835), "fp16": _dense(1671), "bf16": _dense(1671),
-        "fp8": _dense(3341)}, 3900.0),
+    "NVIDIA H100 SXM": Peaks(
+        "NVIDIA H100 SXM",
+        {"fp32": 67.0, "tf32": _dense(989), "fp16": _dense(1979), "bf16": _dense(1979), "fp8": _dense(3958)},
+        3350.0,
+    ),
+    "NVIDIA H100 PCIe": Peaks(
+        "NVIDIA H100 PCIe",
+        {"fp32": 51.0, "tf32": _dense(756), "fp16": _dense(1513), "bf16": _dense(1513), "fp8": _dense(3026)},
+        2000.0,
+    ),
+    "NVIDIA H100 NVL": Peaks(
+        "NVIDIA H100 NVL",
+        {"fp32": 60.0, "tf32": _dense(835), "fp16": _dense(1671), "bf16": _dense(1671), "fp8": _dense(3341)},
+        3900.0,
+    ),
     # NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200), SXM / NVL;
     # same compute as H100 SXM / NVL, HBM3e at 4.8 TB/s.
-    "NVIDIA H200 SXM": Peaks("NVIDIA H200 SXM", {
-        "fp32": 67.0, "tf32": _dense(989), "fp16": _dense(1979), "bf16": _dense(1979),
-        "fp8": _dense(3958)}, 4800.0),
-    "NVIDIA H200 NVL": Peaks("NVIDIA H200 NVL", {
-        "fp32": 60.0, "tf32": _dense(835), "fp16": _dense(1671), "bf16": _dense(1671),
-        "fp8": _dense(3341)}, 4800.0),
+    "NVIDIA H200 SXM": Peaks(
+        "NVIDIA H200 SXM",
+        {"fp32": 67.0, "tf32": _dense(989), "fp16": _dense(1979), "bf16": _dense(1979), "fp8": _dense(3958)},
+        4800.0,
+    ),
+    "NVIDIA H200 NVL": Peaks(
+        "NVIDIA H200 NVL",
+        {"fp32": 60.0, "tf32": _dense(835), "fp16": _dense(1671), "bf16": _dense(1671), "fp8": _dense(3341)},
+        4800.0,
+    ),
     # NVIDIA A100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/a100): 19.5 FP32,
     # 156 TF32, 312 FP16/BF16 dense for every form factor; no FP8. Bandwidth per variant.
-    "NVIDIA A100 SXM 40GB": Peaks("NVIDIA A100 SXM 40GB", {
-        "fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, 1555.0),
-    "NVIDIA A100 SXM 80GB": Peaks("NVIDIA A100 SXM 80GB", {
-        "fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, 2039.0),
-    "NVIDIA A100 PCIe 40GB": Peaks("NVIDIA A100 PCIe 40GB", {
-        "fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, 1555.0),
-    "NVIDIA A100 PCIe 80GB": Peaks("NVIDIA A100 PCIe 80GB", {
-        "fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, 1935.0),
+    "NVIDIA A100 SXM 40GB": Peaks(
+        "NVIDIA A100 SXM 40GB", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, 1555.0
+    ),
+    "NVIDIA A100 SXM 80GB": Peaks(
+        "NVIDIA A100 SXM 80GB", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, 2039.0
+    ),
+    "NVIDIA A100 PCIe 40GB": Peaks(
+        "NVIDIA A100 PCIe 40GB", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, 1555.0
+    ),
+    "NVIDIA A100 PCIe 80GB": Peaks(
+        "NVIDIA A100 PCIe 80GB", {"fp32": 19.5, "tf32": 156.0, "fp16": 312.0, "bf16": 312.0}, 1935.0
+    ),
     # NVIDIA L4 datasheet (nvidia.com/en-us/data-center/l4): 30.3 FP32; 120 TF32, 242 FP16/BF16,
     # 485 FP8 with sparsity; 300 GB/s GDDR6.
-    "NVIDIA L4": Peaks("NVIDIA L4", {
-        "fp32": 30.3, "tf32": _dense(120), "fp16": _dense(242), "bf16": _dense(242),
-        "fp8": _dense(485)}, 300.0),
+    "NVIDIA L4": Peaks(
+        "NVIDIA L4",
+        {"fp32": 30.3, "tf32": _dense(120), "fp16": _dense(242), "bf16": _dense(242), "fp8": _dense(485)},
+        300.0,
+    ),
     # NVIDIA L40S datasheet (nvidia.com/en-us/data-center/l40s): 91.6 FP32; dense 183 TF32,
     # 362.05 FP16/BF16, 733 FP8 (the sheet prints both dense and sparse); 864 GB/s GDDR6.
-    "NVIDIA L40S": Peaks("NVIDIA L40S", {
-        "fp32": 91.6, "tf32": 183.0, "fp16": 362.05, "bf16": 362.05, "fp8": 733.0}, 864.0),
+    "NVIDIA L40S": Peaks(
+        "NVIDIA L40S", {"fp32": 91.6, "tf32": 183.0, "fp16": 362.05, "bf16": 362.05, "fp8": 733.0}, 864.0
+    ),
     # NVIDIA Ada GPU Architecture whitepaper, appendix table for GeForce RTX 4090 (boost clock
     # 2520 MHz): 82.6 FP32; dense 82.6 TF32, 165.2 FP16/BF16 with FP32 accumulate (GeForce runs
     # FP32-accumulate at half the FP16-accumulate rate), 330.3 FP8 with FP32 accumulate;
     # 1008 GB/s GDDR6X.
-    "NVIDIA GeForce RTX 4090": Peaks("NVIDIA GeForce RTX 4090", {
-        "fp32": 82.6, "tf32": 82.6, "fp16": 165.2, "bf16": 165.2, "fp8": 330.3}, 1008.0),
+    "NVIDIA GeForce RTX 4090": Peaks(
+        "NVIDIA GeForce RTX 4090", {"fp32": 82.6, "tf32": 82.6, "fp16": 165.2, "bf16": 165.2, "fp8": 330.3}, 1008.0
+    ),
     # NVIDIA HGX B200 specifications (nvidia.com/en-us/data-center/hgx), "individual Blackwell
     # GPU" column at 1000 W: 75 FP32; 2.2 PF TF32, 4.5 PF FP16/BF16, 9 PF FP8 with sparsity;
     # 7.7 TB/s HBM3e. Earlier NVIDIA material quoted 80 FP32 and 8 TB/s; the newer sheet is used.
-    "NVIDIA B200": Peaks("NVIDIA B200", {
-        "fp32": 75.0, "tf32": _dense(2200), "fp16": _dense(4500), "bf16": _dense(4500),
-        "fp8": _dense(9000)}, 7700.0),
+    "NVIDIA B200": Peaks(
+        "NVIDIA B200",
+        {"fp32": 75.0, "tf32": _dense(2200), "fp16": _dense(4500), "bf16": _dense(4500), "fp8": _dense(9000)},
+        7700.0,
+    ),
 }
 
 
@@ -169,14 +200,12 @@ def peak_key(storage: object) -> str:
     text = str(storage).split("@", 1)[0].strip().lower().removeprefix("torch.")
     if text not in _STORAGE_ALIASES:
         raise RooflineError(
-            f"no roofline peak for precision {storage!r}; use one of "
-            f"{', '.join(sorted(set(_STORAGE_ALIASES)))}"
+            f"no roofline peak for precision {storage!r}; use one of {', '.join(sorted(set(_STORAGE_ALIASES)))}"
         )
     return _STORAGE_ALIASES[text]
 
 
-def roofline(flops: float | None, bytes: float | None, time_ms: float, peaks: Peaks,
-             storage: object = "bf16") -> dict:
+def roofline(flops: float | None, bytes: float | None, time_ms: float, peaks: Peaks, storage: object = "bf16") -> dict:
     """The record's ``roofline`` field for work done in ``time_ms``.
 
     attainable = min(peak compute, intensity x peak bandwidth); efficiency = achieved /
@@ -191,9 +220,16 @@ def roofline(flops: float | None, bytes: float | None, time_ms: float, peaks: Pe
     seconds = time_ms / 1e3
     if not flops:
         achieved_gbps = bytes / seconds / 1e9
-        return {"peak_tflops": None, "peak_gbps": peaks.gbps, "attainable_tflops": None,
-                "efficiency": achieved_gbps / peaks.gbps, "bound": "memory", "intensity": None,
-                "precision": None, "source": peaks.source_of("dram")}
+        return {
+            "peak_tflops": None,
+            "peak_gbps": peaks.gbps,
+            "attainable_tflops": None,
+            "efficiency": achieved_gbps / peaks.gbps,
+            "bound": "memory",
+            "intensity": None,
+            "precision": None,
+            "source": peaks.source_of("dram"),
+        }
     key = peak_key(storage)
     peak_tflops = peaks.tflops.get(key)
     if not peak_tflops:
@@ -210,9 +246,16 @@ def roofline(flops: float | None, bytes: float | None, time_ms: float, peaks: Pe
         source = peaks.source_of("dram" if bound == "memory" else key)  # the binding roof's
     else:  # no traffic model: only the compute roof applies
         intensity, attainable, bound, source = None, peak_tflops, "compute", peaks.source_of(key)
-    return {"peak_tflops": peak_tflops, "peak_gbps": peaks.gbps, "attainable_tflops": attainable,
-            "efficiency": achieved_tflops / attainable, "bound": bound, "intensity": intensity,
-            "precision": key, "source": source}
+    return {
+        "peak_tflops": peak_tflops,
+        "peak_gbps": peaks.gbps,
+        "attainable_tflops": attainable,
+        "efficiency": achieved_tflops / attainable,
+        "bound": bound,
+        "intensity": intensity,
+        "precision": key,
+        "source": source,
+    }
 
 
 # ---- measured peaks (GPU only) -------------------------------------------------------------
@@ -281,8 +324,9 @@ def _measure_on_gpu(table: Peaks | None, device_name: str) -> Peaks:
         "bf16": _measure_matmul_tflops(torch, torch.bfloat16),
     }
     tflops.update(measured)  # fp8 (needs scaled matmuls) stays the table figure when known
-    return Peaks(table.name if table else device_name, tflops, _measure_copy_gbps(torch),
-                 frozenset(measured) | {"dram"})
+    return Peaks(
+        table.name if table else device_name, tflops, _measure_copy_gbps(torch), frozenset(measured) | {"dram"}
+    )
 
 
 def measure_peaks(cache_dir: str | os.PathLike, refresh: bool = False) -> Peaks | None:
@@ -311,8 +355,13 @@ def measure_peaks(cache_dir: str | os.PathLike, refresh: bool = False) -> Peaks 
             except (ValueError, KeyError, TypeError):
                 pass  # a damaged cache is only a cache: measure again and replace it
         peaks = _measure_on_gpu(peaks_for(info), str(info["device"]))
-        document = {"schema": 1, "machine_key": key, "machine": info, "peaks": peaks.to_json(),
-                    "measured": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+        document = {
+            "schema": 1,
+            "machine_key": key,
+            "machine": info,
+            "peaks": peaks.to_json(),
+            "measured": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+        }
         temporary = path.with_suffix(".json.tmp")
         temporary.write_text(json.dumps(document, indent=2, sort_keys=True))
         os.replace(temporary, path)

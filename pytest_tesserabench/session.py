@@ -111,8 +111,9 @@ class BenchSession:
 
         cache = self.cache_dir / "inspect" if self.cache_dir else None
         try:
-            return analyse_launches(launches, archs=self.settings.arch or default_archs(), cache_dir=cache,
-                                    dump_dir=self.settings.ir_dump)
+            return analyse_launches(
+                launches, archs=self.settings.arch or default_archs(), cache_dir=cache, dump_dir=self.settings.ir_dump
+            )
         except Exception as exc:  # analysis is a report, not a precondition for measuring
             warnings.warn(f"static kernel analysis failed for {record_id}: {type(exc).__name__}: {exc}", stacklevel=1)
             return []
@@ -133,8 +134,9 @@ class BenchSession:
         if self._peaks is None:
             return None
         try:
-            return roofline.roofline(record["flops"], record["bytes"], record["stats"]["median_ms"],
-                                     self._peaks, storage=storage or "fp32")
+            return roofline.roofline(
+                record["flops"], record["bytes"], record["stats"]["median_ms"], self._peaks, storage=storage or "fp32"
+            )
         except roofline.RooflineError:  # e.g. no fp8 peak on this device: no roofline, no failure
             return None
 
@@ -169,9 +171,11 @@ class BenchSession:
         self.baseline_path = baseline.baseline_path(settings.bench_dir, settings.compare, self.machine_key)
         self.baseline = baseline.load_baseline(self.baseline_path, machine_key=self.machine_key)
         if self.baseline is None:
-            return (f"--bench-compare={settings.compare}: no baseline for this machine ({self.machine_key}) "
-                    f"at {self.baseline_path}; nothing is gated. Record one with "
-                    f"`pytest --bench-save={settings.compare}` on this machine (three runs make a useful history)")
+            return (
+                f"--bench-compare={settings.compare}: no baseline for this machine ({self.machine_key}) "
+                f"at {self.baseline_path}; nothing is gated. Record one with "
+                f"`pytest --bench-save={settings.compare}` on this machine (three runs make a useful history)"
+            )
         return None
 
     def count_compared(self, nodeids: list[str]) -> None:
@@ -185,8 +189,11 @@ class BenchSession:
     def gate_config(self):
         from pytest_tesserabench import gate
 
-        return gate.GateConfig(alpha=self.settings.alpha, threshold=self.settings.threshold,
-                               normalize_by_canary=self.settings.canary_normalize)
+        return gate.GateConfig(
+            alpha=self.settings.alpha,
+            threshold=self.settings.threshold,
+            normalize_by_canary=self.settings.canary_normalize,
+        )
 
     @functools.cached_property
     def baseline_priors(self) -> dict[str, float]:
@@ -201,10 +208,14 @@ class BenchSession:
         from pytest_tesserabench import gate
 
         candidate = {"canary_ms": self.canary_ms, "benchmarks": {r["id"]: r for r in records}}
-        verdicts = gate.compare_runs([candidate], self.baseline["runs"], self.gate_config,
-                                     n_compared=max(self.n_compared, len(records)),
-                                     thresholds={r["id"]: threshold for r in records},
-                                     priors=self.baseline_priors)
+        verdicts = gate.compare_runs(
+            [candidate],
+            self.baseline["runs"],
+            self.gate_config,
+            n_compared=max(self.n_compared, len(records)),
+            thresholds={r["id"]: threshold for r in records},
+            priors=self.baseline_priors,
+        )
         return {i: v for i, v in verdicts.items() if i in candidate["benchmarks"]}
 
     def comparison_verdicts(self) -> dict:
@@ -218,10 +229,11 @@ class BenchSession:
                 data["ci"] = tuple(data["ci"]) if data.get("ci") else None
                 data["reasons"], data["notes"] = tuple(data.get("reasons", ())), tuple(data.get("notes", ()))
                 verdicts[record_id] = Verdict(**data)
-        for record_id, test in (_baseline_tests(self.baseline).items() if self.baseline else ()):
+        for record_id, test in _baseline_tests(self.baseline).items() if self.baseline else ():
             if record_id not in self.records and test in self.run_nodeids:
-                verdicts[record_id] = Verdict(id=record_id, status="MISSING",
-                                              notes=("in the baseline; its test ran without measuring it",))
+                verdicts[record_id] = Verdict(
+                    id=record_id, status="MISSING", notes=("in the baseline; its test ran without measuring it",)
+                )
         return verdicts
 
     def not_run_count(self) -> int:
@@ -241,8 +253,9 @@ class BenchSession:
         run = finite(self.run_document(with_samples=False, records=passed))
         for record in run["benchmarks"].values():
             record.pop("verdict", None)  # a verdict belongs to a comparison, not to the history
-        path = baseline.save_run(self.settings.bench_dir, self.settings.save, self.machine_key, run,
-                                 history=self.settings.history)
+        path = baseline.save_run(
+            self.settings.bench_dir, self.settings.save, self.machine_key, run, history=self.settings.history
+        )
         return path, len(passed)
 
     # -- the run as a file -------------------------------------------------------------------
@@ -255,5 +268,8 @@ class BenchSession:
 
 def _baseline_tests(baseline: dict) -> dict[str, str]:
     """Record id -> the node id of its test, for every benchmark of a baseline."""
-    return {record_id: record.get("nodeid") or record_id
-            for run in baseline["runs"] for record_id, record in run.get("benchmarks", {}).items()}
+    return {
+        record_id: record.get("nodeid") or record_id
+        for run in baseline["runs"]
+        for record_id, record in run.get("benchmarks", {}).items()
+    }

@@ -28,8 +28,7 @@ CLOCK_EVENT_REASONS = {
 # Reasons that make a kernel run slower than the GPU can: power and heat. Idle, application
 # clocks, sync boost and display settings only say who chose the clock.
 THROTTLING_REASONS = frozenset(
-    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-     "hw_power_brake_slowdown"}
+    {"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}
 )
 
 
@@ -90,8 +89,9 @@ def _query(call, *args):
 
 
 def _clock_reason_mask(nvml, handle) -> int | None:
-    getter = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or getattr(
-        nvml, "nvmlDeviceGetCurrentClocksThrottleReasons"
+    getter = (
+        getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+        or nvml.nvmlDeviceGetCurrentClocksThrottleReasons  # before NVML 12.2
     )
     return _query(getter, handle)
 
@@ -150,8 +150,7 @@ class Telemetry:
         if self._started is None:
             raise RuntimeError("Telemetry.stop() called without Telemetry.start()")
         if not isinstance(calls, int) or calls < 0:
-            raise ValueError(f"Telemetry.stop(calls=...) needs the number of calls measured "
-                             f"(0 or more), got {calls!r}")
+            raise ValueError(f"Telemetry.stop(calls=...) needs the number of calls measured (0 or more), got {calls!r}")
         nvml, handle, before, violations_before = self._started
         self._started = None
         after, violations_after = _snapshot(nvml, handle), _violation_ns(nvml, handle)
@@ -166,8 +165,7 @@ class Telemetry:
         }
         seen = {reason for snap in (before, after) for reason in snap["clock_reasons"] or ()}
         throttle_reasons = sorted(seen & THROTTLING_REASONS)
-        throttle_reasons += [f"{name}_violation" for name, ms in sorted(violation_ms.items())
-                             if ms > 0]
+        throttle_reasons += [f"{name}_violation" for name, ms in sorted(violation_ms.items()) if ms > 0]
         return {
             "available": True,
             "before": before,
@@ -193,5 +191,7 @@ def _warning(reasons: list[str], before: dict, after: dict) -> str | None:
     if after["power_w"] is not None:
         details.append(f"{after['power_w']:.0f} W")
     suffix = f" ({', '.join(details)})" if details else ""
-    return (f"GPU throttled while measuring: {', '.join(reasons)}{suffix}; times may be slower "
-            f"than the kernel is (check cooling, power limits, other jobs on the GPU)")
+    return (
+        f"GPU throttled while measuring: {', '.join(reasons)}{suffix}; times may be slower "
+        f"than the kernel is (check cooling, power limits, other jobs on the GPU)"
+    )

@@ -16,7 +16,8 @@ from __future__ import annotations
 import gc
 import math
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 Call = Callable[[], Any]
 

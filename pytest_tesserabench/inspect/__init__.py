@@ -9,10 +9,16 @@ from __future__ import annotations
 from importlib import import_module
 
 _EXPORTS = {
-    "KernelLaunch": "capture", "capture_launches": "capture", "specialize": "capture",
-    "analyse_launches": "analysis", "dump_paths": "analysis",
+    "KernelLaunch": "capture",
+    "capture_launches": "capture",
+    "specialize": "capture",
+    "analyse_launches": "analysis",
+    "dump_paths": "analysis",
     "format_kernel_lines": "summary",
-    "parse_archs": "archs", "default_archs": "archs", "ACCEPTED_ARCHS": "archs", "ARCH_LIMITS": "archs",
+    "parse_archs": "archs",
+    "default_archs": "archs",
+    "ACCEPTED_ARCHS": "archs",
+    "ARCH_LIMITS": "archs",
     "theoretical_occupancy": "occupancy",
 }
 

@@ -11,8 +11,8 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .archs import ARCH_LIMITS, normalise_arch
 from .capture import KernelLaunch
@@ -29,8 +29,13 @@ ANALYSER_VERSION = "3"
 _ARTIFACT_FILES = {"ttir": "ttir", "ttgir": "ttgir", "llir": "llir", "ptx": "ptx", "cubin": "cubin", "sass": "sass"}
 
 
-def analyse_launches(launches: Iterable[KernelLaunch], archs: Iterable[str] = ("sm_90",), *,
-                     cache_dir: Path | str | None = None, dump_dir: Path | str | None = None) -> list[dict]:
+def analyse_launches(
+    launches: Iterable[KernelLaunch],
+    archs: Iterable[str] = ("sm_90",),
+    *,
+    cache_dir: Path | str | None = None,
+    dump_dir: Path | str | None = None,
+) -> list[dict]:
     """One record per launch and target, in launch order then target order.
 
     An unknown arch raises ValueError before any work; a kernel that fails to compile for a
@@ -51,8 +56,19 @@ def analyse_launches(launches: Iterable[KernelLaunch], archs: Iterable[str] = ("
 
 def spec_id(launch: KernelLaunch) -> str:
     """Short stable id of a specialization (same for every target): names dump files."""
-    text = json.dumps([launch.source, launch.signature, launch.constexprs, launch.options,
-                       launch.num_warps, launch.num_stages, launch.num_ctas], sort_keys=True, default=str)
+    text = json.dumps(
+        [
+            launch.source,
+            launch.signature,
+            launch.constexprs,
+            launch.options,
+            launch.num_warps,
+            launch.num_stages,
+            launch.num_ctas,
+        ],
+        sort_keys=True,
+        default=str,
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:8]
 
 
@@ -86,12 +102,25 @@ def _analyse_one(launch: KernelLaunch, arch: str, cache: Path | None) -> tuple[d
 
 def _base_record(launch: KernelLaunch, arch: str) -> dict:
     return {
-        "name": launch.name, "arch": arch, "source": launch.source,
-        "num_warps": launch.num_warps, "num_stages": launch.num_stages, "num_ctas": launch.num_ctas,
-        "signature": launch.signature, "constexprs": launch.constexprs, "config": launch.config,
+        "name": launch.name,
+        "arch": arch,
+        "source": launch.source,
+        "num_warps": launch.num_warps,
+        "num_stages": launch.num_stages,
+        "num_ctas": launch.num_ctas,
+        "signature": launch.signature,
+        "constexprs": launch.constexprs,
+        "config": launch.config,
         "spec_id": spec_id(launch),
-        "registers": None, "spill_bytes": None, "shared_bytes": None, "occupancy": None, "limiter": None,
-        "instructions": {}, "compile_ms": {}, "error": None, "notes": [],
+        "registers": None,
+        "spill_bytes": None,
+        "shared_bytes": None,
+        "occupancy": None,
+        "limiter": None,
+        "instructions": {},
+        "compile_ms": {},
+        "error": None,
+        "notes": [],
     }
 
 
@@ -128,38 +157,43 @@ def _build_record(launch: KernelLaunch, outcome: CompileOutcome) -> tuple[dict, 
         record["notes"].append("ptxas -v log unavailable: spill bytes unknown (see sass.local_stores)")
         record["degraded"] = True
     instructions = ptx_instruction_mix(outcome.asm.get("ptx", ""))
-    occupancy = theoretical_occupancy(limits, threads_per_block=launch.num_warps * limits.warp_size,
-                                      registers_per_thread=resources.registers,
-                                      # the calculator adds the 1 KB reservation itself
-                                      shared_bytes_per_block=shared - resources.reserved_shared_in_static)
+    occupancy = theoretical_occupancy(
+        limits,
+        threads_per_block=launch.num_warps * limits.warp_size,
+        registers_per_thread=resources.registers,
+        # the calculator adds the 1 KB reservation itself
+        shared_bytes_per_block=shared - resources.reserved_shared_in_static,
+    )
     if occupancy.note:
         record["notes"].append(occupancy.note)
     ptx_tensor_core = instructions["mma"] + instructions["wgmma"] + instructions["tcgen05_mma"]
-    record.update({
-        "num_warps": int(outcome.metadata.get("num_warps", launch.num_warps)),
-        "num_stages": int(outcome.metadata.get("num_stages", launch.num_stages)),
-        "registers": resources.registers,
-        "spill_stores": spills.get("spill_stores"),
-        "spill_loads": spills.get("spill_loads"),
-        "spill_bytes": spills.get("spill_stores"),
-        "local_bytes": resources.local_bytes,
-        "static_shared_bytes": resources.static_shared_bytes,
-        "reserved_shared_bytes": resources.reserved_shared_in_static,
-        "dynamic_shared_bytes": dynamic_shared,
-        "shared_bytes": shared,
-        "binary_bytes": resources.binary_bytes,
-        "code_bytes": resources.code_bytes,
-        "occupancy": round(occupancy.occupancy, 4),
-        "blocks_per_sm": occupancy.blocks_per_sm,
-        "active_warps": occupancy.active_warps,
-        "limiter": occupancy.limiter,
-        "instructions": instructions,
-        "sass_instructions": sass["total"] if sass else None,
-        "tensor_core_instructions": sass["tensor_core"] if sass else ptx_tensor_core,
-        "sass": {key: value for key, value in sass.items() if key != "opcodes"} if sass else None,
-        "ttir": ttir_summary(outcome.asm.get("ttir", "")),
-        "ttgir": ttgir_summary(outcome.asm.get("ttgir", "")),
-    })
+    record.update(
+        {
+            "num_warps": int(outcome.metadata.get("num_warps", launch.num_warps)),
+            "num_stages": int(outcome.metadata.get("num_stages", launch.num_stages)),
+            "registers": resources.registers,
+            "spill_stores": spills.get("spill_stores"),
+            "spill_loads": spills.get("spill_loads"),
+            "spill_bytes": spills.get("spill_stores"),
+            "local_bytes": resources.local_bytes,
+            "static_shared_bytes": resources.static_shared_bytes,
+            "reserved_shared_bytes": resources.reserved_shared_in_static,
+            "dynamic_shared_bytes": dynamic_shared,
+            "shared_bytes": shared,
+            "binary_bytes": resources.binary_bytes,
+            "code_bytes": resources.code_bytes,
+            "occupancy": round(occupancy.occupancy, 4),
+            "blocks_per_sm": occupancy.blocks_per_sm,
+            "active_warps": occupancy.active_warps,
+            "limiter": occupancy.limiter,
+            "instructions": instructions,
+            "sass_instructions": sass["total"] if sass else None,
+            "tensor_core_instructions": sass["tensor_core"] if sass else ptx_tensor_core,
+            "sass": {key: value for key, value in sass.items() if key != "opcodes"} if sass else None,
+            "ttir": ttir_summary(outcome.asm.get("ttir", "")),
+            "ttgir": ttgir_summary(outcome.asm.get("ttgir", "")),
+        }
+    )
     return record, artifacts
 
 
@@ -185,8 +219,9 @@ class _LazyArtifacts(dict):
         self.entry = entry
 
     def files(self) -> dict[str, Path]:
-        return {ext: self.entry / f"kernel.{ext}" for ext in _ARTIFACT_FILES
-                if (self.entry / f"kernel.{ext}").is_file()}
+        return {
+            ext: self.entry / f"kernel.{ext}" for ext in _ARTIFACT_FILES if (self.entry / f"kernel.{ext}").is_file()
+        }
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -40,16 +40,25 @@ class ArchLimits:
     warp_size: int = 32
 
 
-def _limits(name: str, capability: int, *, warps: int, blocks: int, smem_sm_kib: int,
-            smem_block_kib: int) -> ArchLimits:
+def _limits(
+    name: str, capability: int, *, warps: int, blocks: int, smem_sm_kib: int, smem_block_kib: int
+) -> ArchLimits:
     # Registers (64K per SM and per block, 255 per thread, unit 256, 4 partitions), the 1 KB
     # per-block reservation and the 128-byte shared granularity are common to sm_80..sm_100.
     return ArchLimits(
-        name=name, capability=capability, max_warps_per_sm=warps, max_blocks_per_sm=blocks,
-        registers_per_sm=64 * KIB, registers_per_block=64 * KIB, max_registers_per_thread=255,
-        register_allocation_unit=256, register_sub_partitions=4,
-        shared_per_sm=smem_sm_kib * KIB, shared_per_block=smem_block_kib * KIB,
-        shared_reserved_per_block=1 * KIB, shared_allocation_unit=128,
+        name=name,
+        capability=capability,
+        max_warps_per_sm=warps,
+        max_blocks_per_sm=blocks,
+        registers_per_sm=64 * KIB,
+        registers_per_block=64 * KIB,
+        max_registers_per_thread=255,
+        register_allocation_unit=256,
+        register_sub_partitions=4,
+        shared_per_sm=smem_sm_kib * KIB,
+        shared_per_block=smem_block_kib * KIB,
+        shared_reserved_per_block=1 * KIB,
+        shared_allocation_unit=128,
     )
 
 
@@ -78,7 +87,8 @@ def normalise_arch(text: str) -> str:
     if name not in ARCH_LIMITS:
         raise ValueError(
             f"unknown GPU architecture {text.strip()!r}: accepted are {', '.join(ACCEPTED_ARCHS)} "
-            f"(e.g. --bench-arch=sm_90,sm_80)")
+            f"(e.g. --bench-arch=sm_90,sm_80)"
+        )
     return name
 
 
@@ -86,8 +96,7 @@ def parse_archs(text: str | None) -> tuple[str, ...]:
     """'sm_90,sm_80' -> ('sm_90', 'sm_80'), de-duplicated in order; empty text is an error."""
     parts = [part for part in (text or "").split(",") if part.strip()]
     if not parts:
-        raise ValueError(
-            f"no GPU architecture given: pass a comma-separated list of {', '.join(ACCEPTED_ARCHS)}")
+        raise ValueError(f"no GPU architecture given: pass a comma-separated list of {', '.join(ACCEPTED_ARCHS)}")
     return tuple(dict.fromkeys(normalise_arch(part) for part in parts))
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import threading
 import types
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 # Options a launch may carry that change the binary; everything else is a kernel argument.
 _SPEC_TARGET_CAPABILITY = 90
@@ -113,7 +114,9 @@ class _LaunchPatcher:
                     if not warmup:
                         patcher._on_launch(kernel, args, kwargs, interpreted, result)
                     return result
+
                 return run
+
             return make
 
         def wrap_autotuner_run(original):
@@ -124,6 +127,7 @@ class _LaunchPatcher:
                     return original(tuner, *args, **kwargs)
                 finally:
                     state.autotuners.pop()
+
             return run
 
         def wrap_autotuner_bench(original):
@@ -135,6 +139,7 @@ class _LaunchPatcher:
                     return original(tuner, *args, **kwargs)
                 finally:
                     state.suppressed -= 1
+
             return _bench
 
         patch(JITFunction, "run", wrap_launch(interpreted=False))
@@ -159,8 +164,7 @@ class _LaunchPatcher:
         spec = self._specialize(jit_fn, args, kwargs)
         key = (id(jit_fn), spec["key"], repr(sorted((config or {}).items())))
         for recorder in state.recorders:
-            recorder.add(key, lambda: _make_launch(jit_fn, spec, config, interpreted,
-                                                   None if interpreted else result))
+            recorder.add(key, lambda: _make_launch(jit_fn, spec, config, interpreted, None if interpreted else result))
 
     def _cuda_backend(self):
         if self._backend is None:
@@ -182,14 +186,24 @@ class _LaunchPatcher:
         kwargs = dict(kwargs)
         kwargs.setdefault("debug", getattr(jit_fn, "debug", None) or False)
         bound_args, specialization, options = binder(*args, **kwargs)
-        options, signature, constexprs, attrs = jit_fn._pack_args(backend, kwargs, bound_args,
-                                                                  specialization, options)
-        launch_options = {k: v for k, v in kwargs.items()
-                          if k in options.__dict__ and k not in ("debug",) and v is not None}
-        key = (tuple(signature.items()), repr(sorted(constexprs.items(), key=repr)),
-               repr(sorted(attrs.items(), key=repr)), repr(sorted(launch_options.items())))
-        return {"options": options, "signature": signature, "constexprs": constexprs,
-                "attrs": attrs, "launch_options": launch_options, "key": key}
+        options, signature, constexprs, attrs = jit_fn._pack_args(backend, kwargs, bound_args, specialization, options)
+        launch_options = {
+            k: v for k, v in kwargs.items() if k in options.__dict__ and k not in ("debug",) and v is not None
+        }
+        key = (
+            tuple(signature.items()),
+            repr(sorted(constexprs.items(), key=repr)),
+            repr(sorted(attrs.items(), key=repr)),
+            repr(sorted(launch_options.items())),
+        )
+        return {
+            "options": options,
+            "signature": signature,
+            "constexprs": constexprs,
+            "attrs": attrs,
+            "launch_options": launch_options,
+            "key": key,
+        }
 
     def jit_twin(self, interpreted_fn):
         """A JITFunction equivalent to an InterpretedFunction (TRITON_INTERPRET=1).
@@ -230,16 +244,27 @@ def _make_launch(jit_fn, spec, config, interpreted, compiled) -> KernelLaunch:
             return value
         return str(value)
 
-    constexprs = {names[path[0]] if len(path) == 1 else ".".join(map(str, path)): readable(value)
-                  for path, value in spec["constexprs"].items()}
+    constexprs = {
+        names[path[0]] if len(path) == 1 else ".".join(map(str, path)): readable(value)
+        for path, value in spec["constexprs"].items()
+    }
     fn = jit_fn.fn
     return KernelLaunch(
-        name=fn.__name__, source=f"{fn.__module__}:{fn.__qualname__}",
-        signature=dict(spec["signature"]), constexprs=constexprs,
-        num_warps=options.num_warps, num_stages=options.num_stages, num_ctas=options.num_ctas,
-        options=dict(spec["launch_options"]), config=config, interpreted=interpreted,
-        compiled=compiled, jit_function=jit_fn, raw_signature=dict(spec["signature"]),
-        raw_constexprs=dict(spec["constexprs"]), raw_attrs=dict(spec["attrs"]),
+        name=fn.__name__,
+        source=f"{fn.__module__}:{fn.__qualname__}",
+        signature=dict(spec["signature"]),
+        constexprs=constexprs,
+        num_warps=options.num_warps,
+        num_stages=options.num_stages,
+        num_ctas=options.num_ctas,
+        options=dict(spec["launch_options"]),
+        config=config,
+        interpreted=interpreted,
+        compiled=compiled,
+        jit_function=jit_fn,
+        raw_signature=dict(spec["signature"]),
+        raw_constexprs=dict(spec["constexprs"]),
+        raw_attrs=dict(spec["attrs"]),
     )
 
 

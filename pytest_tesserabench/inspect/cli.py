@@ -30,8 +30,7 @@ from .archs import ACCEPTED_ARCHS
 
 EXIT_OK, EXIT_COMPILE_ERROR, EXIT_USAGE = 0, 1, 2
 
-_SCALAR_TYPES = {"i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64",
-                 "fp16", "bf16", "fp32", "fp64"}
+_SCALAR_TYPES = {"i1", "i8", "i16", "i32", "i64", "u1", "u8", "u16", "u32", "u64", "fp16", "bf16", "fp32", "fp64"}
 _POINTEE_TYPES = _SCALAR_TYPES | {"fp8e4nv", "fp8e5", "fp8e4b15", "fp8e4b8", "fp8e5b16"}
 
 
@@ -42,36 +41,54 @@ class UsageError(ValueError):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Compile a Triton kernel ahead of time for GPU targets (no GPU needed) and report "
-        "registers, spills, shared memory, occupancy and the instruction mix at every IR level.")
+        "registers, spills, shared memory, occupancy and the instruction mix at every IR level."
+    )
     parser.add_argument(
-        "target", metavar="FILE.py:KERNEL | MODULE:NAME",
+        "target",
+        metavar="FILE.py:KERNEL | MODULE:NAME",
         help="a @triton.jit kernel (give --sig/--const) or a Python callable (give --args) "
-             "that launches kernels; FILE.py paths and dotted module names both work")
-    parser.add_argument("--arch", default=None,
-                        help=f"comma-separated targets from {', '.join(ACCEPTED_ARCHS)} "
-                             "(default: the live GPU, else sm_90)")
+        "that launches kernels; FILE.py paths and dotted module names both work",
+    )
+    parser.add_argument(
+        "--arch",
+        default=None,
+        help=f"comma-separated targets from {', '.join(ACCEPTED_ARCHS)} (default: the live GPU, else sm_90)",
+    )
     spec = parser.add_argument_group("kernel specialization (when TARGET is a kernel)")
-    spec.add_argument("--sig", default="", metavar="NAME=TYPE,...",
-                      help="types of the non-constexpr parameters: *fp16, *bf16, *fp32, *i32, i32, i64, "
-                           "fp32, ...; pointers are taken as 16-byte aligned (as torch allocates), "
-                           "'i32:16' marks an integer divisible by 16, '*fp16:1' an unaligned pointer")
-    spec.add_argument("--const", action="append", default=[], metavar="NAME=VALUE",
-                      help="a constexpr parameter's value (repeatable, or comma-separated)")
+    spec.add_argument(
+        "--sig",
+        default="",
+        metavar="NAME=TYPE,...",
+        help="types of the non-constexpr parameters: *fp16, *bf16, *fp32, *i32, i32, i64, "
+        "fp32, ...; pointers are taken as 16-byte aligned (as torch allocates), "
+        "'i32:16' marks an integer divisible by 16, '*fp16:1' an unaligned pointer",
+    )
+    spec.add_argument(
+        "--const",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a constexpr parameter's value (repeatable, or comma-separated)",
+    )
     spec.add_argument("--num-warps", type=int, default=None)
     spec.add_argument("--num-stages", type=int, default=None)
     spec.add_argument("--num-ctas", type=int, default=None)
     spec.add_argument("--maxnreg", type=int, default=None)
     run_group = parser.add_argument_group("capture (when TARGET is a callable)")
-    run_group.add_argument("--args", default=None, metavar="EXPR",
-                           help="Python expression for the call's arguments, e.g. "
-                                "\"torch.randn(4096, 4096, device=device), dim=-1\"; names available: "
-                                "torch, math, device ('cuda' with a GPU, else 'cpu' under TRITON_INTERPRET=1)")
+    run_group.add_argument(
+        "--args",
+        default=None,
+        metavar="EXPR",
+        help="Python expression for the call's arguments, e.g. "
+        '"torch.randn(4096, 4096, device=device), dim=-1"; names available: '
+        "torch, math, device ('cuda' with a GPU, else 'cpu' under TRITON_INTERPRET=1)",
+    )
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="print the full records as JSON")
-    out.add_argument("--dump", metavar="DIR", default=None,
-                     help="write ttir, ttgir, llir, ptx, cubin and sass per kernel into DIR")
-    out.add_argument("--cache-dir", default=None,
-                     help="analysis cache (default: $XDG_CACHE_HOME/tesserabench/inspect)")
+    out.add_argument(
+        "--dump", metavar="DIR", default=None, help="write ttir, ttgir, llir, ptx, cubin and sass per kernel into DIR"
+    )
+    out.add_argument("--cache-dir", default=None, help="analysis cache (default: $XDG_CACHE_HOME/tesserabench/inspect)")
     out.add_argument("--no-cache", action="store_true", help="always recompile")
 
 
@@ -126,15 +143,28 @@ def _launches(args):
     obj = load_object(args.target)
     if _is_triton_kernel(obj):
         if args.args is not None:
-            raise UsageError(f"{args.target} is a kernel: describe it with --sig/--const, "
-                             "or point at the Python function that launches it to use --args")
-        return [launch_from_spec(obj, args.sig, _split_consts(args.const), num_warps=args.num_warps,
-                                 num_stages=args.num_stages, num_ctas=args.num_ctas, maxnreg=args.maxnreg)]
+            raise UsageError(
+                f"{args.target} is a kernel: describe it with --sig/--const, "
+                "or point at the Python function that launches it to use --args"
+            )
+        return [
+            launch_from_spec(
+                obj,
+                args.sig,
+                _split_consts(args.const),
+                num_warps=args.num_warps,
+                num_stages=args.num_stages,
+                num_ctas=args.num_ctas,
+                maxnreg=args.maxnreg,
+            )
+        ]
     if not callable(obj):
         raise UsageError(f"{args.target} is neither a Triton kernel nor callable")
     if args.sig or args.const:
-        raise UsageError(f"{args.target} is not a Triton kernel: --sig/--const describe kernels; "
-                         "give the call's arguments with --args")
+        raise UsageError(
+            f"{args.target} is not a Triton kernel: --sig/--const describe kernels; "
+            "give the call's arguments with --args"
+        )
     return capture_call(obj, args.args or "")
 
 
@@ -203,8 +233,7 @@ def _literal(text: str):
         return text  # a bare word: a string constexpr
 
 
-def launch_from_spec(kernel, sig: str, consts: dict, *, num_warps=None, num_stages=None, num_ctas=None,
-                     maxnreg=None):
+def launch_from_spec(kernel, sig: str, consts: dict, *, num_warps=None, num_stages=None, num_ctas=None, maxnreg=None):
     """A KernelLaunch for `kernel` from a textual signature and constexpr values."""
     from .capture import KernelLaunch, jit_function_for
 
@@ -220,8 +249,9 @@ def launch_from_spec(kernel, sig: str, consts: dict, *, num_warps=None, num_stag
         types[name] = _parse_type(name, text)
     unknown = sorted(set(consts) - set(names))
     if unknown:
-        raise UsageError(f"--const names {', '.join(unknown)} are not parameters of {jit_fn.__name__} "
-                         f"({', '.join(names)})")
+        raise UsageError(
+            f"--const names {', '.join(unknown)} are not parameters of {jit_fn.__name__} ({', '.join(names)})"
+        )
     signature, constexprs, attrs = {}, {}, {}
     missing_types, missing_consts = [], []
     for index, param in enumerate(params):
@@ -240,20 +270,43 @@ def launch_from_spec(kernel, sig: str, consts: dict, *, num_warps=None, num_stag
         else:
             missing_types.append(param.name)
     if missing_types:
-        raise UsageError(f"--sig lacks the types of {', '.join(missing_types)} "
-                         f"(e.g. --sig \"{','.join(f'{n}=*fp16' for n in missing_types[:2])}\")")
+        raise UsageError(
+            f"--sig lacks the types of {', '.join(missing_types)} "
+            f'(e.g. --sig "{",".join(f"{n}=*fp16" for n in missing_types[:2])}")'
+        )
     if missing_consts:
-        raise UsageError(f"--const lacks values for the constexpr parameters {', '.join(missing_consts)} "
-                         f"(e.g. --const {missing_consts[0]}=128)")
-    options = {key: value for key, value in (("num_warps", num_warps), ("num_stages", num_stages),
-                                            ("num_ctas", num_ctas), ("maxnreg", maxnreg)) if value is not None}
+        raise UsageError(
+            f"--const lacks values for the constexpr parameters {', '.join(missing_consts)} "
+            f"(e.g. --const {missing_consts[0]}=128)"
+        )
+    options = {
+        key: value
+        for key, value in (
+            ("num_warps", num_warps),
+            ("num_stages", num_stages),
+            ("num_ctas", num_ctas),
+            ("maxnreg", maxnreg),
+        )
+        if value is not None
+    }
     fn = jit_fn.fn
     return KernelLaunch(
-        name=fn.__name__, source=f"{fn.__module__}:{fn.__qualname__}", signature=signature,
+        name=fn.__name__,
+        source=f"{fn.__module__}:{fn.__qualname__}",
+        signature=signature,
         constexprs={names[path[0]]: value for path, value in constexprs.items()},
-        num_warps=num_warps or 4, num_stages=num_stages or 3, num_ctas=num_ctas or 1,
-        options=options, config=None, interpreted=False, compiled=None, jit_function=jit_fn,
-        raw_signature=dict(signature), raw_constexprs=constexprs, raw_attrs=attrs)
+        num_warps=num_warps or 4,
+        num_stages=num_stages or 3,
+        num_ctas=num_ctas or 1,
+        options=options,
+        config=None,
+        interpreted=False,
+        compiled=None,
+        jit_function=jit_fn,
+        raw_signature=dict(signature),
+        raw_constexprs=constexprs,
+        raw_attrs=attrs,
+    )
 
 
 def _parse_type(name: str, text: str) -> tuple[str, bool]:
@@ -261,8 +314,10 @@ def _parse_type(name: str, text: str) -> tuple[str, bool]:
     base = base.strip()
     pointee = base[1:] if base.startswith("*") else None
     if (pointee is not None and pointee not in _POINTEE_TYPES) or (pointee is None and base not in _SCALAR_TYPES):
-        raise UsageError(f"--sig {name}={text}: unknown type {base!r}; use *fp16, *bf16, *fp32, *i32, "
-                         f"i32, i64, fp32, ... (pointers start with '*')")
+        raise UsageError(
+            f"--sig {name}={text}: unknown type {base!r}; use *fp16, *bf16, *fp32, *i32, "
+            f"i32, i64, fp32, ... (pointers start with '*')"
+        )
     if modifier not in ("", "1", "16"):
         raise UsageError(f"--sig {name}={text}: the only modifiers are ':16' (divisible by 16) and ':1' (not)")
     divisible = modifier == "16" or (pointee is not None and modifier == "")

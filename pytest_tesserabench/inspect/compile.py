@@ -42,8 +42,12 @@ def _target(arch: str):
 def ast_source(launch: KernelLaunch):
     from triton.compiler import ASTSource
 
-    return ASTSource(fn=launch.jit_function, signature=dict(launch.raw_signature),
-                     constexprs=dict(launch.raw_constexprs), attrs=dict(launch.raw_attrs))
+    return ASTSource(
+        fn=launch.jit_function,
+        signature=dict(launch.raw_signature),
+        constexprs=dict(launch.raw_constexprs),
+        attrs=dict(launch.raw_attrs),
+    )
 
 
 def cache_key(launch: KernelLaunch, arch: str, analyser_version: str) -> str:

@@ -51,7 +51,7 @@ def _sections(blob: bytes) -> dict[str, tuple[int, int, int, int]]:
 
     def name_at(offset: int) -> str:
         end = blob.index(b"\0", names_offset + offset)
-        return blob[names_offset + offset:end].decode()
+        return blob[names_offset + offset : end].decode()
 
     return {name_at(h[0]): (h[1], h[4], h[5], h[6]) for h in headers}
 
@@ -65,7 +65,7 @@ def _symbol_names(blob: bytes, sections) -> list[str]:
     for index in range(size // 24):  # Elf64_Sym is 24 bytes; st_name comes first
         st_name = struct.unpack_from("<I", blob, offset + index * 24)[0]
         end = blob.index(b"\0", strtab_offset + st_name)
-        names.append(blob[strtab_offset + st_name:end].decode())
+        names.append(blob[strtab_offset + st_name : end].decode())
     return names
 
 
@@ -76,7 +76,7 @@ def _nv_info_attributes(blob: bytes, offset: int, size: int):
         fmt, attribute, value = struct.unpack_from("<BBH", blob, position)
         position += 4
         if fmt == EIFMT_SVAL:
-            yield attribute, blob[position:position + value]
+            yield attribute, blob[position : position + value]
             position += value
 
 
@@ -89,8 +89,10 @@ def read_resources(blob: bytes, kernel_name: str) -> CubinResources:
             continue
         _, offset, size, _ = sections[section_name]
         for attribute, payload in _nv_info_attributes(blob, offset, size):
-            if attribute in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE, EIATTR_MIN_STACK_SIZE,
-                             EIATTR_MAX_STACK_SIZE) and len(payload) >= 8:
+            if (
+                attribute in (EIATTR_REGCOUNT, EIATTR_FRAME_SIZE, EIATTR_MIN_STACK_SIZE, EIATTR_MAX_STACK_SIZE)
+                and len(payload) >= 8
+            ):
                 symbol, value = struct.unpack_from("<II", payload)
                 if symbol < len(symbols) and symbols[symbol] == kernel_name:
                     found[attribute] = value

@@ -66,16 +66,22 @@ def _from_interpreter(name: str, value) -> bool:
 
 
 def _language_modules() -> list:
-    return [module for name, module in list(sys.modules.items())
-            if module is not None and (name == "triton.language" or name.startswith("triton.language."))]
+    return [
+        module
+        for name, module in list(sys.modules.items())
+        if module is not None and (name == "triton.language" or name.startswith("triton.language."))
+    ]
 
 
 def _language_classes(modules) -> list:
     seen, classes = set(), []
     for module in modules:
         for value in list(vars(module).values()):
-            if (isinstance(value, type) and id(value) not in seen
-                    and getattr(value, "__module__", "").startswith("triton.language")):
+            if (
+                isinstance(value, type)
+                and id(value) not in seen
+                and getattr(value, "__module__", "").startswith("triton.language")
+            ):
                 seen.add(id(value))
                 classes.append(value)
     return classes
@@ -128,7 +134,8 @@ def language_as_compiled():
             raise InterpreterStateError(
                 "Triton's interpreter left triton.language patched and the real members could not be "
                 f"found: {', '.join(unrecoverable)}; analyse in a process that has not run kernels "
-                "under TRITON_INTERPRET=1")
+                "under TRITON_INTERPRET=1"
+            )
         yield
     finally:
         for owner, name, value in reversed(replaced):

@@ -39,8 +39,9 @@ def _round_up(value: int, unit: int) -> int:
     return -(-value // unit) * unit
 
 
-def theoretical_occupancy(limits: ArchLimits, *, threads_per_block: int, registers_per_thread: int,
-                          shared_bytes_per_block: int) -> Occupancy:
+def theoretical_occupancy(
+    limits: ArchLimits, *, threads_per_block: int, registers_per_thread: int, shared_bytes_per_block: int
+) -> Occupancy:
     if threads_per_block <= 0:
         raise ValueError(f"threads_per_block must be positive, got {threads_per_block}")
     warps_per_block = -(-threads_per_block // limits.warp_size)
@@ -57,28 +58,40 @@ def theoretical_occupancy(limits: ArchLimits, *, threads_per_block: int, registe
         by_registers = limits.max_blocks_per_sm
     elif max(regs_per_block_hw, regs_per_warp * warps_per_block) > limits.registers_per_block:
         by_registers = 0
-        notes.append(f"{registers_per_thread} registers x {threads_per_block} threads exceed the per-block register file")
+        notes.append(
+            f"{registers_per_thread} registers x {threads_per_block} threads exceed the per-block register file"
+        )
     else:
         per_partition = limits.registers_per_sm // limits.register_sub_partitions
         warps_per_sm = (per_partition // regs_per_warp) * limits.register_sub_partitions
         by_registers = warps_per_sm // warps_per_block
 
-    shared_allocated = _round_up(shared_bytes_per_block + limits.shared_reserved_per_block,
-                                 limits.shared_allocation_unit)
+    shared_allocated = _round_up(
+        shared_bytes_per_block + limits.shared_reserved_per_block, limits.shared_allocation_unit
+    )
     if shared_bytes_per_block > limits.shared_per_block:
         by_shared = 0
-        notes.append(f"{shared_bytes_per_block} bytes of shared memory exceed the "
-                     f"{limits.shared_per_block} per block on {limits.name}")
+        notes.append(
+            f"{shared_bytes_per_block} bytes of shared memory exceed the "
+            f"{limits.shared_per_block} per block on {limits.name}"
+        )
     else:
         by_shared = limits.shared_per_sm // shared_allocated
 
-    per_resource = {"registers": by_registers, "shared_memory": by_shared, "warps": by_warps,
-                    "blocks": limits.max_blocks_per_sm}
+    per_resource = {
+        "registers": by_registers,
+        "shared_memory": by_shared,
+        "warps": by_warps,
+        "blocks": limits.max_blocks_per_sm,
+    }
     blocks = min(per_resource.values())
     limiter = next(name for name in LIMITER_ORDER if per_resource[name] == blocks)
     active_warps = blocks * warps_per_block
     return Occupancy(
-        blocks_per_sm=blocks, active_warps=active_warps,
-        occupancy=active_warps / limits.max_warps_per_sm, limiter=limiter,
-        per_resource=per_resource, note="; ".join(notes) or None,
+        blocks_per_sm=blocks,
+        active_warps=active_warps,
+        occupancy=active_warps / limits.max_warps_per_sm,
+        limiter=limiter,
+        per_resource=per_resource,
+        note="; ".join(notes) or None,
     )

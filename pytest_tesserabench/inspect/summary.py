@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def _bytes(value) -> str:
@@ -30,7 +30,8 @@ def format_kernel_lines(records: Iterable[dict]) -> list[str]:
         lines.append(
             f"{head}  w{record.get('num_warps')} s{record.get('num_stages')}  "
             f"regs {record.get('registers')}  spills {spill_text}  smem {_bytes(record.get('shared_bytes'))}  "
-            f"occ {occupancy_text}  TC {'?' if tensor_core is None else tensor_core}")
+            f"occ {occupancy_text}  TC {'?' if tensor_core is None else tensor_core}"
+        )
         for note in record.get("notes") or ():
             lines.append(f"  note: {note}")
     return lines

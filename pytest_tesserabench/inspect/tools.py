@@ -43,8 +43,9 @@ def run_on_cubin(tool: str, arguments: list[str], cubin: bytes, timeout: float =
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as handle:
         handle.write(cubin)
     try:
-        result = subprocess.run([path, *arguments, handle.name], capture_output=True, text=True,
-                                timeout=timeout, check=False)
+        result = subprocess.run(
+            [path, *arguments, handle.name], capture_output=True, text=True, timeout=timeout, check=False
+        )
     finally:
         os.unlink(handle.name)
     if result.returncode != 0:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import io
-from typing import Mapping
+from collections.abc import Mapping
 
 from rich import box
 from rich.console import Console
@@ -14,11 +14,19 @@ from pytest_tesserabench.units import format_ms
 
 # What differs between two runs without changing the machine key (DESIGN.md section 6).
 SOFTWARE_KEYS = ("driver", "cuda", "torch", "triton", "python", "numpy")
-_STYLE = {"REGRESSED": "bold red", "INCONCLUSIVE": "yellow", "IMPROVED": "green",
-          "NEW": "cyan", "MISSING": "magenta", "NOT_GATED": "dim"}
+_STYLE = {
+    "REGRESSED": "bold red",
+    "INCONCLUSIVE": "yellow",
+    "IMPROVED": "green",
+    "NEW": "cyan",
+    "MISSING": "magenta",
+    "NOT_GATED": "dim",
+}
 # Worst first, so a long table starts with what needs attention.
-_ORDER = {status: i for i, status in enumerate(
-    ("REGRESSED", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED"))}
+_ORDER = {
+    status: i
+    for i, status in enumerate(("REGRESSED", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED"))
+}
 
 
 def software_differences(candidate_machine: Mapping | None, baseline_machine: Mapping | None) -> list[str]:
@@ -40,14 +48,19 @@ def _verdict_text(verdict: Verdict) -> str:
     return text + ("\n" + "\n".join(details) if details else "")
 
 
-def render_comparison(verdicts: Mapping[str, Verdict], *, version_diffs: list[str],
-                      canary_ratio: float | None, width: int = 120, color: bool = False) -> str:
+def render_comparison(
+    verdicts: Mapping[str, Verdict],
+    *,
+    version_diffs: list[str],
+    canary_ratio: float | None,
+    width: int = 120,
+    color: bool = False,
+) -> str:
     """The terminal comparison section as text (ANSI colours only when ``color``)."""
     # The verdict comes first after the name; numbers never wrap (a split number misleads); on a
     # narrow terminal p and the history length give way.
     wide = width >= 110
-    table = Table(title="benchmark comparison", title_justify="left", expand=False, box=box.SIMPLE_HEAD,
-                  pad_edge=False)
+    table = Table(title="benchmark comparison", title_justify="left", expand=False, box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("benchmark", overflow="fold", ratio=1, min_width=16)
     table.add_column("verdict", overflow="fold")
     table.add_column("change [95% CI]", justify="right", no_wrap=True)
@@ -57,23 +70,40 @@ def render_comparison(verdicts: Mapping[str, Verdict], *, version_diffs: list[st
         table.add_column("p", justify="right", no_wrap=True)
         table.add_column("runs", justify="right", no_wrap=True)
     for verdict in sorted(verdicts.values(), key=lambda v: (_ORDER.get(v.status, 99), v.id)):
-        cells = [verdict.id, _verdict_text(verdict), verdict.change_text(),
-                 format_ms(verdict.baseline_ms), format_ms(verdict.candidate_ms)]
+        cells = [
+            verdict.id,
+            _verdict_text(verdict),
+            verdict.change_text(),
+            format_ms(verdict.baseline_ms),
+            format_ms(verdict.candidate_ms),
+        ]
         if wide:
-            cells += ["-" if verdict.p_value is None else f"{verdict.p_value:.2g}",
-                      str(verdict.history) if verdict.history else "-"]
+            cells += [
+                "-" if verdict.p_value is None else f"{verdict.p_value:.2g}",
+                str(verdict.history) if verdict.history else "-",
+            ]
         table.add_row(*cells, style=_STYLE.get(verdict.status))
 
     buffer = io.StringIO()
     # markup=False: node ids hold brackets ("test_x[M=64]") that rich would read as style tags.
-    console = Console(file=buffer, width=width, force_terminal=color, no_color=not color,
-                      color_system="standard" if color else None, highlight=False, emoji=False, markup=False)
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        no_color=not color,
+        color_system="standard" if color else None,
+        highlight=False,
+        emoji=False,
+        markup=False,
+    )
     console.print(table)
     counts: dict[str, int] = {}
     for verdict in verdicts.values():
         counts[verdict.status] = counts.get(verdict.status, 0) + 1
-    console.print(", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items(), key=lambda x: _ORDER.get(x[0], 99)))
-                  or "nothing compared")
+    console.print(
+        ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items(), key=lambda x: _ORDER.get(x[0], 99)))
+        or "nothing compared"
+    )
     if canary_ratio is not None:
         console.print(f"canary: {canary_ratio:.3f}x the baseline's (machine-wide speed; 1.000 = same)")
     else:

@@ -84,11 +84,16 @@ def render_summary(records: dict[str, dict], *, width: int = 120, color: bool = 
     show_gbps = any(r.get("gbps") for r in ordered)
     out = io.StringIO()
     # markup=False: labels and notes are data, never rich style tags.
-    console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False,
-                      markup=False)
+    console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False, markup=False)
     for group, members in groups.items():
-        table = Table(title=group, title_justify="left", title_style="bold", box=box.SIMPLE_HEAD,
-                      pad_edge=False, collapse_padding=True)
+        table = Table(
+            title=group,
+            title_justify="left",
+            title_style="bold",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+        )
         wide = width >= 110  # min and IQR give way on narrow terminals; the median and its CI never do
         columns = [("benchmark", "left"), ("median", "right"), ("±95%", "right")]
         columns += [("min", "right"), ("IQR", "right")] if wide else []
@@ -98,8 +103,13 @@ def render_summary(records: dict[str, dict], *, width: int = 120, color: bool = 
         columns += [("speed", "right"), ("notes", "left")]
         for header, justify in columns:
             wraps = header in ("benchmark", "notes")
-            table.add_column(header, justify=justify, no_wrap=not wraps, overflow="fold" if wraps else "ellipsis",
-                             ratio=1 if wraps else None)
+            table.add_column(
+                header,
+                justify=justify,
+                no_wrap=not wraps,
+                overflow="fold" if wraps else "ellipsis",
+                ratio=1 if wraps else None,
+            )
         for record in members:
             s = record["stats"]
             lo, hi = s["ci95_ms"]

@@ -34,9 +34,16 @@ ON_DEVICE = not is_interpreting()
 # --------------------------------------------------------------------------- matmul
 MATMUL_SQUARE = [1024, 2048, 4096, 8192] if ON_DEVICE else [64]
 MATMUL_LLM = (
-    [{"M": m, "N": n, "K": k} for m, n, k in [
-        (4096, 6144, 4096), (4096, 28672, 4096), (4096, 4096, 14336), (8192, 10240, 8192), (8192, 8192, 28672),
-    ]]
+    [
+        {"M": m, "N": n, "K": k}
+        for m, n, k in [
+            (4096, 6144, 4096),
+            (4096, 28672, 4096),
+            (4096, 4096, 14336),
+            (8192, 10240, 8192),
+            (8192, 8192, 28672),
+        ]
+    ]
     if ON_DEVICE
     else [{"M": 48, "N": 96, "K": 80}]
 )
@@ -88,7 +95,7 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def compiled(fn):
     """torch.compile of a reference-style function: GPU only (never on CPU/CI), None elsewhere."""
     import torch
@@ -108,4 +115,3 @@ def sample_rows(S: int, count: int = 256) -> list[int]:
     step = max(1, S // count)
     rows = set(range(0, S, step)) | set(range(max(0, S - 64), S)) | set(range(min(64, S)))
     return sorted(rows)
-

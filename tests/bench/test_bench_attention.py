@@ -7,10 +7,10 @@ sample of query rows (the S x S score matrix would not fit in memory).
 import math
 
 import pytest
+import suite_config as cfg
 import torch
 import torch.nn.functional as F
 
-import suite_config as cfg
 from kernels import attention as attn
 
 

@@ -5,9 +5,9 @@ on for both sides (the kernel follows that switch), so the comparison is like fo
 """
 
 import pytest
+import suite_config as cfg
 import torch
 
-import suite_config as cfg
 from kernels import matmul as mm
 
 

@@ -6,10 +6,10 @@ Targets (an H100 only): at least 85% of the copy's GB/s, and faster than torch e
 """
 
 import pytest
+import suite_config as cfg
 import torch
 import torch.nn.functional as F
 
-import suite_config as cfg
 from kernels import layernorm as ln
 from kernels import softmax as sm
 

@@ -16,19 +16,23 @@ import numpy as np
 from scipy import stats
 
 from pytest_tesserabench.gate import (
-    GateConfig, decide, noise_components, suite_prior, summarise_rounds,
+    GateConfig,
+    decide,
+    noise_components,
+    suite_prior,
+    summarise_rounds,
 )
 
 
 @dataclass(frozen=True)
 class Scenario:
-    history: int = 3          # baseline runs
-    rounds: int = 10          # rounds per run
-    drift: float = 0.005      # between-run sd (relative)
-    within: float = 0.01      # round-to-round sd (relative)
+    history: int = 3  # baseline runs
+    rounds: int = 10  # rounds per run
+    drift: float = 0.005  # between-run sd (relative)
+    within: float = 0.01  # round-to-round sd (relative)
     outlier_rate: float = 0.05
-    slowdown: float = 0.0     # injected into the candidate (0.05 = 5% slower)
-    suite_size: int = 10      # benchmarks compared together (m)
+    slowdown: float = 0.0  # injected into the candidate (0.05 = 5% slower)
+    suite_size: int = 10  # benchmarks compared together (m)
 
 
 def simulate(rng: np.random.Generator, trials: int, sc: Scenario) -> tuple[np.ndarray, np.ndarray]:
@@ -53,8 +57,9 @@ def gate_flags(base: np.ndarray, cand: np.ndarray, config: GateConfig) -> np.nda
     bc, bw, bn = summarise_rounds(base.reshape(trials * m, history, -1))
     cc, cw, cn = summarise_rounds(cand.reshape(trials * m, 1, -1))
     nc = noise_components(bc, bw, bn, cc, cw, cn)
-    prior = suite_prior(nc.between_est.reshape(trials, m), nc.between_df.reshape(trials, m),
-                        config.between_run_floor).reshape(-1)
+    prior = suite_prior(
+        nc.between_est.reshape(trials, m), nc.between_df.reshape(trials, m), config.between_run_floor
+    ).reshape(-1)
     return (decide(nc, prior, config, m).status == "REGRESSED").reshape(trials, m)
 
 

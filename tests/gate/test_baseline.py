@@ -5,7 +5,12 @@ import subprocess
 import pytest
 
 from pytest_tesserabench.baseline import (
-    BaselineError, baseline_path, git_commit_info, load_baseline, load_run_or_baseline, save_run,
+    BaselineError,
+    baseline_path,
+    git_commit_info,
+    load_baseline,
+    load_run_or_baseline,
+    save_run,
     validate_name,
 )
 
@@ -13,9 +18,15 @@ KEY = "cpu-x86-64-test"
 
 
 def make_run(i=0, **extra):
-    return {"schema": 1, "machine": {"python": "3.11"}, "commit": {"sha": None}, "started": f"t{i}",
-            "canary_ms": [1.0], "benchmarks": {"t::a": {"timer": "cpu", "rounds_ms": [1.0 + i],
-                                                        "samples_ms": [1.0, 2.0]}}, **extra}
+    return {
+        "schema": 1,
+        "machine": {"python": "3.11"},
+        "commit": {"sha": None},
+        "started": f"t{i}",
+        "canary_ms": [1.0],
+        "benchmarks": {"t::a": {"timer": "cpu", "rounds_ms": [1.0 + i], "samples_ms": [1.0, 2.0]}},
+        **extra,
+    }
 
 
 @pytest.mark.parametrize("name", ["main", "release-1.2", "a_b.C"])
@@ -59,13 +70,16 @@ def test_absent_baseline_is_none(tmp_path):
     assert load_baseline(tmp_path / "main" / "x.json", machine_key=KEY) is None
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("{not json", "not valid JSON"),
-    (json.dumps({"schema": 2, "machine_key": KEY, "runs": []}), "schema 2"),
-    (json.dumps({"schema": 1, "machine_key": "other", "runs": []}), "machine 'other'"),
-    (json.dumps([1, 2]), "not a TesseraBench baseline"),
-    (json.dumps({"schema": 1, "machine_key": KEY, "runs": [{"schema": 1}]}), "no 'benchmarks'"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        (json.dumps({"schema": 2, "machine_key": KEY, "runs": []}), "schema 2"),
+        (json.dumps({"schema": 1, "machine_key": "other", "runs": []}), "machine 'other'"),
+        (json.dumps([1, 2]), "not a TesseraBench baseline"),
+        (json.dumps({"schema": 1, "machine_key": KEY, "runs": [{"schema": 1}]}), "no 'benchmarks'"),
+    ],
+)
 def test_bad_file_is_named_and_never_overwritten(tmp_path, content, message):
     path = baseline_path(tmp_path, "main", KEY)
     path.parent.mkdir(parents=True)
@@ -120,8 +134,10 @@ def test_load_run_or_baseline(tmp_path):
 
 def test_git_commit_info(tmp_path):
     assert git_commit_info(tmp_path) == {"sha": None, "branch": None, "dirty": None}
+
     def git(*args):
         subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
     git("init", "-q", "-b", "work")
     (tmp_path / "f").write_text("1")
     git("add", "f")

@@ -14,12 +14,17 @@ KEY = "cpu-x86-64-test"
 
 def make_run(rng, scale=1.0, torch="2.13.0"):
     shift = rng.normal(0, 0.003)
-    return {"schema": 1, "machine": {"torch": torch, "triton": "3.9.0", "python": "3.11.9", "device": "cpu"},
-            "commit": {"sha": "a" * 40, "branch": "main", "dirty": False}, "started": "2026-11-21T15:07:16Z",
-            "canary_ms": [2.0, 2.1],
-            "benchmarks": {name: {"timer": "cpu",
-                                  "rounds_ms": (np.exp(shift + rng.normal(0, 0.005, 10)) * s).tolist()}
-                           for name, s in (("t::fast", 1.0), ("t::slow", scale))}}
+    return {
+        "schema": 1,
+        "machine": {"torch": torch, "triton": "3.9.0", "python": "3.11.9", "device": "cpu"},
+        "commit": {"sha": "a" * 40, "branch": "main", "dirty": False},
+        "started": "2026-11-21T15:07:16Z",
+        "canary_ms": [2.0, 2.1],
+        "benchmarks": {
+            name: {"timer": "cpu", "rounds_ms": (np.exp(shift + rng.normal(0, 0.005, 10)) * s).tolist()}
+            for name, s in (("t::fast", 1.0), ("t::slow", scale))
+        },
+    }
 
 
 @pytest.fixture
@@ -53,8 +58,16 @@ def test_compare_threshold_option(files):
     assert main(["compare", str(baseline), str(slower), "--threshold", "50"]) == 0
 
 
-@pytest.mark.parametrize("argv", [["compare", "x"], ["compare", "a", "b", "--alpha", "2"],
-                                  ["compare", "a", "b", "--threshold", "abc"], ["frobnicate"], []])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "x"],
+        ["compare", "a", "b", "--alpha", "2"],
+        ["compare", "a", "b", "--threshold", "abc"],
+        ["frobnicate"],
+        [],
+    ],
+)
 def test_usage_errors_exit_two(argv, capsys):
     assert main(argv) == 2
 
@@ -95,15 +108,16 @@ def test_render_comparison_text():
     assert "\x1b[" not in text
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100
-    assert text.index("t::slow") < text.index("t::fast")          # regressions first
+    assert text.index("t::slow") < text.index("t::fast")  # regressions first
     assert "REGRESSED (severe)" in text and "1 regressed, 1 unchanged" in text
     assert "canary: 1.020x" in text and "torch 2.11 -> 2.13" in text
     assert "\x1b[" in render_comparison(verdicts, version_diffs=[], canary_ratio=None, color=True)
 
 
 def test_software_differences():
-    assert software_differences({"torch": "2.13", "cuda": "12.8", "python": "3.12"},
-                                {"torch": "2.11", "cuda": "12.8"}) == ["torch 2.11 -> 2.13", "python ? -> 3.12"]
+    assert software_differences(
+        {"torch": "2.13", "cuda": "12.8", "python": "3.12"}, {"torch": "2.11", "cuda": "12.8"}
+    ) == ["torch 2.11 -> 2.13", "python ? -> 3.12"]
     assert software_differences({}, None) == []
 
 

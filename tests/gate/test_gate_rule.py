@@ -18,8 +18,11 @@ def make_runs(n, rng, scale=None, drift=0.005, within=0.01, timer="cpu", canary=
         benchmarks = {}
         for bench_id in IDS:
             rounds = np.exp(shift + rng.normal(0, within, 12)) * scale.get(bench_id, 1.0)
-            benchmarks[bench_id] = {"timer": timer, "rounds_ms": rounds.tolist(),
-                                    "kernels": (kernels or {}).get(bench_id, [])}
+            benchmarks[bench_id] = {
+                "timer": timer,
+                "rounds_ms": rounds.tolist(),
+                "kernels": (kernels or {}).get(bench_id, []),
+            }
         runs.append({"schema": 1, "canary_ms": [canary] * 5, "benchmarks": benchmarks})
     return runs
 
@@ -59,8 +62,13 @@ def test_improvement(rng):
 
 def test_large_change_on_a_noisy_benchmark_is_inconclusive_with_a_hint(rng):
     # Baseline runs 15% apart: +35% is large, but not significant against that drift.
-    base = [{"schema": 1, "benchmarks": {"x": {"timer": "cpu", "rounds_ms": (level * (1 + rng.normal(0, 0.002, 10))).tolist()}}}
-            for level in (0.85, 1.0, 1.15)]
+    base = [
+        {
+            "schema": 1,
+            "benchmarks": {"x": {"timer": "cpu", "rounds_ms": (level * (1 + rng.normal(0, 0.002, 10))).tolist()}},
+        }
+        for level in (0.85, 1.0, 1.15)
+    ]
     cand = [{"schema": 1, "benchmarks": {"x": {"timer": "cpu", "rounds_ms": [1.35] * 10}}}]
     verdict = compare_runs(cand, base)["x"]
     assert verdict.status == "INCONCLUSIVE", verdict.line()
@@ -90,13 +98,17 @@ def test_new_missing_failed_and_interpreter_records_never_crash(rng):
     cand = make_runs(1, rng)
     del cand[0]["benchmarks"][IDS[0]]
     cand[0]["benchmarks"]["t.py::test_new"] = {"timer": "cpu", "rounds_ms": [1.0]}
-    cand[0]["benchmarks"][IDS[1]] = {"timer": "cpu"}                     # the test failed
+    cand[0]["benchmarks"][IDS[1]] = {"timer": "cpu"}  # the test failed
     cand[0]["benchmarks"][IDS[2]]["timer"] = "interpreter"
     cand[0]["benchmarks"][IDS[3]]["rounds_ms"] = [0.0, -1.0, float("nan")]
     verdicts = compare_runs(cand, base)
     assert {k: v.status for k, v in verdicts.items()} == {
-        IDS[0]: "MISSING", IDS[1]: "NOT_GATED", IDS[2]: "NOT_GATED", IDS[3]: "NOT_GATED",
-        "t.py::test_new": "NEW"}
+        IDS[0]: "MISSING",
+        IDS[1]: "NOT_GATED",
+        IDS[2]: "NOT_GATED",
+        IDS[3]: "NOT_GATED",
+        "t.py::test_new": "NEW",
+    }
     assert "interpreter" in verdicts[IDS[2]].line()
     assert all(isinstance(v.line(), str) for v in verdicts.values())
 
@@ -108,12 +120,17 @@ def test_interpreter_timing_is_never_gated_even_when_much_slower(rng):
 
 
 def test_kernel_figures_regress_without_statistics(rng):
-    old = {IDS[0]: [{"name": "k", "arch": "sm_90", "spill_bytes": 0, "occupancy": 0.5, "registers": 96}],
-           IDS[1]: [{"name": "k", "arch": "sm_90", "spill_bytes": 0, "occupancy": 0.5}]}
-    new = {IDS[0]: [{"name": "k", "arch": "sm_90", "spill_bytes": 128, "occupancy": 0.25, "registers": 255}],
-           IDS[1]: [{"name": "k", "arch": "sm_80", "spill_bytes": 64, "occupancy": 0.1}]}  # another arch
-    verdicts = compare_runs(make_runs(1, rng, kernels=new, timer="interpreter"),
-                            make_runs(3, rng, kernels=old, timer="interpreter"))
+    old = {
+        IDS[0]: [{"name": "k", "arch": "sm_90", "spill_bytes": 0, "occupancy": 0.5, "registers": 96}],
+        IDS[1]: [{"name": "k", "arch": "sm_90", "spill_bytes": 0, "occupancy": 0.5}],
+    }
+    new = {
+        IDS[0]: [{"name": "k", "arch": "sm_90", "spill_bytes": 128, "occupancy": 0.25, "registers": 255}],
+        IDS[1]: [{"name": "k", "arch": "sm_80", "spill_bytes": 64, "occupancy": 0.1}],
+    }  # another arch
+    verdicts = compare_runs(
+        make_runs(1, rng, kernels=new, timer="interpreter"), make_runs(3, rng, kernels=old, timer="interpreter")
+    )
     first = verdicts[IDS[0]]
     assert first.status == "REGRESSED"
     assert first.reasons == ("kernel k (sm_90): spills 0 B -> 128 B", "kernel k (sm_90): occupancy 0.50 -> 0.25")
@@ -123,8 +140,9 @@ def test_kernel_figures_regress_without_statistics(rng):
 
 
 def test_kernel_changes_ignores_missing_figures():
-    assert kernel_changes([{"name": "k", "arch": "sm_90", "spill_bytes": None}],
-                          [{"name": "k", "arch": "sm_90", "spill_bytes": 0}]) == ([], [])
+    assert kernel_changes(
+        [{"name": "k", "arch": "sm_90", "spill_bytes": None}], [{"name": "k", "arch": "sm_90", "spill_bytes": 0}]
+    ) == ([], [])
     assert kernel_changes(None, None) == ([], [])
 
 
@@ -152,9 +170,19 @@ def test_config_validation_names_the_field():
         GateConfig(threshold=-0.1)
 
 
-@pytest.mark.parametrize(("ms", "text"), [(1.0, "1.00 ms"), (0.0456, "45.6 us"), (2100, "2.10 s"),
-                                          (0.0000812, "81.2 ns"), (0.99963, "1.00 ms"), (250.0, "250 ms"), (None, "-"),
-                                          (math.nan, "-")])
+@pytest.mark.parametrize(
+    ("ms", "text"),
+    [
+        (1.0, "1.00 ms"),
+        (0.0456, "45.6 us"),
+        (2100, "2.10 s"),
+        (0.0000812, "81.2 ns"),
+        (0.99963, "1.00 ms"),
+        (250.0, "250 ms"),
+        (None, "-"),
+        (math.nan, "-"),
+    ],
+)
 def test_format_ms(ms, text):
     assert format_ms(ms) == text
 

@@ -14,8 +14,12 @@ pytest.importorskip("triton")
 
 import inspect_sample_kernels as samples  # noqa: E402
 
-from pytest_tesserabench.inspect import analyse_launches, format_kernel_lines, specialize  # noqa: E402
-from pytest_tesserabench.inspect import tools  # noqa: E402
+from pytest_tesserabench.inspect import (  # noqa: E402
+    analyse_launches,
+    format_kernel_lines,
+    specialize,
+    tools,  # noqa: E402
+)
 from pytest_tesserabench.inspect.archs import ARCH_LIMITS  # noqa: E402
 from pytest_tesserabench.inspect.cubin import parse_ptxas_log, parse_res_usage, read_resources  # noqa: E402
 from pytest_tesserabench.inspect.occupancy import theoretical_occupancy  # noqa: E402
@@ -43,11 +47,15 @@ def cache_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def analysed(cache_dir):
-    launches = {"add": vector_add_launch(), "matmul": matmul_launch(),
-                "spill": matmul_launch(num_warps=4, maxnreg=168, block=(128, 256, 32))}
+    launches = {
+        "add": vector_add_launch(),
+        "matmul": matmul_launch(),
+        "spill": matmul_launch(num_warps=4, maxnreg=168, block=(128, 256, 32)),
+    }
     records = analyse_launches(launches.values(), ARCHS, cache_dir=cache_dir)
-    by_key = {(name, record["arch"]): record for name, record in zip(
-        [name for name in launches for _ in ARCHS], records)}
+    by_key = {
+        (name, record["arch"]): record for name, record in zip([name for name in launches for _ in ARCHS], records)
+    }
     return launches, by_key
 
 
@@ -78,11 +86,16 @@ def test_occupancy_follows_the_calculator(analysed, arch):
     for kernel in ("add", "matmul", "spill"):
         record = records[(kernel, arch)]
         expected = theoretical_occupancy(
-            ARCH_LIMITS[arch], threads_per_block=record["num_warps"] * 32,
+            ARCH_LIMITS[arch],
+            threads_per_block=record["num_warps"] * 32,
             registers_per_thread=record["registers"],
-            shared_bytes_per_block=record["shared_bytes"] - record["reserved_shared_bytes"])
+            shared_bytes_per_block=record["shared_bytes"] - record["reserved_shared_bytes"],
+        )
         assert (record["occupancy"], record["blocks_per_sm"], record["limiter"]) == (
-            round(expected.occupancy, 4), expected.blocks_per_sm, expected.limiter)
+            round(expected.occupancy, 4),
+            expected.blocks_per_sm,
+            expected.limiter,
+        )
     add = records[("add", arch)]
     assert (add["occupancy"], add["limiter"]) == (1.0, "warps")  # a few registers, no shared memory
 
@@ -116,9 +129,11 @@ def test_spills_are_reported_and_match_ptxas(analysed):
 
 
 def test_ptxas_log_parser():
-    log = ("ptxas info    : Function properties for k\n"
-           "    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n"
-           "ptxas info    : Used 32 registers, used 1 barriers, 400 bytes cmem[0]\n")
+    log = (
+        "ptxas info    : Function properties for k\n"
+        "    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n"
+        "ptxas info    : Used 32 registers, used 1 barriers, 400 bytes cmem[0]\n"
+    )
     assert parse_ptxas_log(log) == {"spill_stores": 12, "spill_loads": 16, "registers": 32}
 
 

@@ -18,15 +18,23 @@ def test_parse_archs_rejects_unknown_with_the_accepted_list(text):
 
 
 def test_documented_limits():
-    table = {name: (l.max_warps_per_sm, l.max_blocks_per_sm, l.shared_per_sm // 1024, l.shared_per_block // 1024)
-             for name, l in ARCH_LIMITS.items()}
-    assert table == {"sm_80": (64, 32, 164, 163), "sm_86": (48, 16, 100, 99), "sm_89": (48, 24, 100, 99),
-                     "sm_90": (64, 32, 228, 227), "sm_100": (64, 32, 228, 227)}
+    table = {
+        name: (lim.max_warps_per_sm, lim.max_blocks_per_sm, lim.shared_per_sm // 1024, lim.shared_per_block // 1024)
+        for name, lim in ARCH_LIMITS.items()
+    }
+    assert table == {
+        "sm_80": (64, 32, 164, 163),
+        "sm_86": (48, 16, 100, 99),
+        "sm_89": (48, 24, 100, 99),
+        "sm_90": (64, 32, 228, 227),
+        "sm_100": (64, 32, 228, 227),
+    }
 
 
 def occupancy(arch, warps, regs, smem):
-    return theoretical_occupancy(ARCH_LIMITS[arch], threads_per_block=warps * 32,
-                                 registers_per_thread=regs, shared_bytes_per_block=smem)
+    return theoretical_occupancy(
+        ARCH_LIMITS[arch], threads_per_block=warps * 32, registers_per_thread=regs, shared_bytes_per_block=smem
+    )
 
 
 def test_register_limited_kernel_rounds_per_warp_allocation_up_to_256():

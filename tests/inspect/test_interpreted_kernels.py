@@ -17,8 +17,9 @@ pytest.importorskip("triton")
 from pytest_tesserabench.inspect import analyse_launches, capture_launches, dump_paths  # noqa: E402
 from pytest_tesserabench.inspect.interpreter_state import language_as_compiled, leftover_patches  # noqa: E402
 
-pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
-                                reason="the interpreter flow needs TRITON_INTERPRET=1")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter flow needs TRITON_INTERPRET=1"
+)
 
 ARCHS = ("sm_90", "sm_80")
 KERNELS = ("_softmax_row_kernel", "_norm_row_kernel", "_attn_fwd_kernel", "_matmul_kernel")
@@ -26,11 +27,13 @@ KERNELS = ("_softmax_row_kernel", "_norm_row_kernel", "_attn_fwd_kernel", "_matm
 
 @pytest.fixture(scope="module")
 def analysed(tmp_path_factory):
-    from kernels.attention import attention, reference as attention_reference
+    from triton.runtime.errors import InterpreterError
+
+    from kernels.attention import attention
+    from kernels.attention import reference as attention_reference
     from kernels.layernorm import layer_norm, reference_layer_norm
     from kernels.matmul import matmul
     from kernels.softmax import softmax
-    from triton.runtime.errors import InterpreterError
 
     torch.manual_seed(0)
     x = torch.randn(4, 100)
@@ -47,8 +50,7 @@ def analysed(tmp_path_factory):
                 "matmul": (matmul(a, bm), (a.float() @ bm.float()).to(torch.bfloat16)),
             }
         except InterpreterError as error:  # e.g. Triton 3.6's interpreter with NumPy 2
-            pytest.skip(f"this Triton's interpreter cannot run the project's kernels "
-                        f"(tests/kernels shows it): {error}")
+            pytest.skip(f"this Triton's interpreter cannot run the project's kernels (tests/kernels shows it): {error}")
     dump = tmp_path_factory.mktemp("dump")
     records = analyse_launches(launches, ARCHS, cache_dir=tmp_path_factory.mktemp("cache"), dump_dir=dump)
     return {(r["name"], r["arch"]): r for r in records}, outputs, dump

@@ -14,23 +14,59 @@ C = "constexpr"
 
 
 def _matmul_tma(elem, out, bk, b_k_major):
-    b_block = "[256,%d]" % bk if b_k_major else "[%d,256]" % bk
-    sig = {"a_desc": f"tensordesc<{elem}[128,{bk}]>", "b_desc": f"tensordesc<{elem}{b_block}>",
-           "c_desc": f"tensordesc<{out}[128,128]>", "scale_a_ptr": "*fp32", "scale_b_ptr": "*fp32",
-           "M": "i32", "N": "i32", "K": "i32"}
-    const = dict(HAS_SCALES=elem.startswith("fp8"), B_K_MAJOR=b_k_major, NUM_SMS=132, BLOCK_SIZE_M=128,
-                 BLOCK_SIZE_N=256, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8, EPILOGUE_SUBTILE=True)
+    b_block = f"[256,{bk}]" if b_k_major else f"[{bk},256]"
+    sig = {
+        "a_desc": f"tensordesc<{elem}[128,{bk}]>",
+        "b_desc": f"tensordesc<{elem}{b_block}>",
+        "c_desc": f"tensordesc<{out}[128,128]>",
+        "scale_a_ptr": "*fp32",
+        "scale_b_ptr": "*fp32",
+        "M": "i32",
+        "N": "i32",
+        "K": "i32",
+    }
+    const = dict(
+        HAS_SCALES=elem.startswith("fp8"),
+        B_K_MAJOR=b_k_major,
+        NUM_SMS=132,
+        BLOCK_SIZE_M=128,
+        BLOCK_SIZE_N=256,
+        BLOCK_SIZE_K=bk,
+        GROUP_SIZE_M=8,
+        EPILOGUE_SUBTILE=True,
+    )
     return matmul._matmul_kernel_tma_persistent, {**sig, **{k: C for k in const}}, const, 8, 3
 
 
 def _matmul_pointer(elem, out, bk, b_k_major):
     """b_k_major: B column-major (K contiguous), the layout fp8 tensor cores read."""
     b_strides = {"stride_bk": C, "stride_bn": "i32"} if b_k_major else {"stride_bk": "i32", "stride_bn": C}
-    sig = {"a_ptr": f"*{elem}", "b_ptr": f"*{elem}", "c_ptr": f"*{out}", "scale_a_ptr": "*fp32",
-           "scale_b_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "stride_am": "i32", "stride_ak": C,
-           **b_strides, "stride_cm": "i32", "stride_cn": C}
-    const = dict(stride_ak=1, stride_cn=1, **{k: 1 for k, t in b_strides.items() if t == C}, HAS_SCALES=elem.startswith("fp8"), ALLOW_TF32=False,
-                 BLOCK_SIZE_M=128, BLOCK_SIZE_N=256, BLOCK_SIZE_K=bk, GROUP_SIZE_M=8)
+    sig = {
+        "a_ptr": f"*{elem}",
+        "b_ptr": f"*{elem}",
+        "c_ptr": f"*{out}",
+        "scale_a_ptr": "*fp32",
+        "scale_b_ptr": "*fp32",
+        "M": "i32",
+        "N": "i32",
+        "K": "i32",
+        "stride_am": "i32",
+        "stride_ak": C,
+        **b_strides,
+        "stride_cm": "i32",
+        "stride_cn": C,
+    }
+    const = dict(
+        stride_ak=1,
+        stride_cn=1,
+        **{k: 1 for k, t in b_strides.items() if t == C},
+        HAS_SCALES=elem.startswith("fp8"),
+        ALLOW_TF32=False,
+        BLOCK_SIZE_M=128,
+        BLOCK_SIZE_N=256,
+        BLOCK_SIZE_K=bk,
+        GROUP_SIZE_M=8,
+    )
     return matmul._matmul_kernel, {**sig, **{k: C for k in const}}, const, 8, 3
 
 
@@ -58,8 +94,17 @@ def specs():
     out["attention_fp16_d64"] = _attention("fp16", 64, False)
     sig = {"x_ptr": "*bf16", "y_ptr": "*bf16", "n_rows": "i32", "n_cols": "i32", "stride_x": "i32", "stride_y": "i32"}
     out["softmax_rows_bf16"] = (softmax._softmax_row_kernel, {**sig, "BLOCK": C}, {"BLOCK": 8192}, 16, 1)
-    sig = {"x_ptr": "*bf16", "w_ptr": "*bf16", "b_ptr": "*bf16", "y_ptr": "*bf16", "n_rows": "i32",
-           "n_cols": "i32", "stride_x": "i32", "stride_y": "i32", "eps": "fp32"}
+    sig = {
+        "x_ptr": "*bf16",
+        "w_ptr": "*bf16",
+        "b_ptr": "*bf16",
+        "y_ptr": "*bf16",
+        "n_rows": "i32",
+        "n_cols": "i32",
+        "stride_x": "i32",
+        "stride_y": "i32",
+        "eps": "fp32",
+    }
     const = dict(RMS=False, HAS_WEIGHT=True, HAS_BIAS=True, BLOCK=8192)
     out["layer_norm_rows_bf16"] = (layernorm._norm_row_kernel, {**sig, **{k: C for k in const}}, const, 16, 1)
     return out

@@ -24,8 +24,12 @@ def built():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     proc = subprocess.run(
-        [sys.executable, str(HERE / "aot_build_sm90.py")], cwd=ROOT, env=env,
-        capture_output=True, text=True, timeout=300,
+        [sys.executable, str(HERE / "aot_build_sm90.py")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     if proc.returncode != 0:
         pytest.fail(f"the sm_90 build script failed:\n{proc.stderr[-3000:]}")
@@ -33,8 +37,14 @@ def built():
 
 
 KERNELS = [
-    "matmul_tma_bf16", "matmul_tma_fp8_e4m3", "matmul_pointer_fp16", "matmul_pointer_fp8_e5m2",
-    "attention_bf16_d128_causal", "attention_fp16_d64", "softmax_rows_bf16", "layer_norm_rows_bf16",
+    "matmul_tma_bf16",
+    "matmul_tma_fp8_e4m3",
+    "matmul_pointer_fp16",
+    "matmul_pointer_fp8_e5m2",
+    "attention_bf16_d128_causal",
+    "attention_fp16_d64",
+    "softmax_rows_bf16",
+    "layer_norm_rows_bf16",
 ]
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from kernel_checks import DTYPE_OF, assert_close
+
 from kernels import attention as attn
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from kernel_checks import DTYPE_OF, assert_close
+
 from kernels import layernorm as ln
 
 PATHS = {"fused": ln.MAX_FUSED_COLS, "looped": 64}
@@ -63,8 +63,14 @@ def test_constant_row_normalises_to_bias(device):
     "args, message",
     [
         (lambda d: (torch.randn(4, 8, device=d), torch.ones(7, device=d), None), "weight has 7 elements"),
-        (lambda d: (torch.randn(4, 8, device=d).half(), torch.ones(8, device=d).double(), None), "weight has dtype float64"),
-        (lambda d: (torch.randn(4, 8, device=d), torch.ones(8, device=d), torch.ones(8, 1, device=d)), "bias must have 1"),
+        (
+            lambda d: (torch.randn(4, 8, device=d).half(), torch.ones(8, device=d).double(), None),
+            "weight has dtype float64",
+        ),
+        (
+            lambda d: (torch.randn(4, 8, device=d), torch.ones(8, device=d), torch.ones(8, 1, device=d)),
+            "bias must have 1",
+        ),
     ],
     ids=["weight-size", "weight-dtype", "bias-2d"],
 )

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from kernel_checks import DTYPE_OF, assert_close
+
 from kernels import matmul as mm
 
 
@@ -75,7 +75,11 @@ def test_tma_persistent_path(precision, b_layout, device):
     fp8 = precision.startswith("fp8")
     dtype = torch.float8_e4m3fn if fp8 else DTYPE_OF[precision]
     a = torch.randn(M, K, device=device).to(dtype)
-    b = torch.randn(N, K, device=device).to(dtype).t() if b_layout == "col" else torch.randn(K, N, device=device).to(dtype)
+    b = (
+        torch.randn(N, K, device=device).to(dtype).t()
+        if b_layout == "col"
+        else torch.randn(K, N, device=device).to(dtype)
+    )
     c = torch.empty(M, N, device=device, dtype=torch.bfloat16 if fp8 else dtype)
     if fp8:
         scales = (torch.tensor([2.0], device=device), torch.tensor([0.25], device=device))

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-
 from kernel_checks import DTYPE_OF, assert_close
+
 from kernels import softmax as sm
 
 # Lowering the fused limit sends the same shapes through the online kernel, several chunks a row.

@@ -27,10 +27,12 @@ def script():
 
 
 def test_help_works_without_a_gpu_and_without_importing_torch():
-    code = (f"import runpy, sys; sys.argv = [{str(SCRIPT)!r}, '--help']\n"
-            "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
-            "except SystemExit as done:\n    assert done.code == 0, done.code\n"
-            "assert 'torch' not in sys.modules and 'triton' not in sys.modules\n")
+    code = (
+        f"import runpy, sys; sys.argv = [{str(SCRIPT)!r}, '--help']\n"
+        "try:\n    runpy.run_path(sys.argv[0], run_name='__main__')\n"
+        "except SystemExit as done:\n    assert done.code == 0, done.code\n"
+        "assert 'torch' not in sys.modules and 'triton' not in sys.modules\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "--ncu" in done.stdout and "--kernels" in done.stdout
@@ -42,11 +44,14 @@ def test_arguments(script):
     assert script.parse_args(["--kernels", "copy, add_2us", "--ncu"]).kernels == ["copy", "add_2us"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--kernels", "matmul,conv"], "unknown ['conv']"),
-    (["--kernels", ","], "empty list"),
-    (["--reps", "3"], "at least 10"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--kernels", "matmul,conv"], "unknown ['conv']"),
+        (["--kernels", ","], "empty list"),
+        (["--reps", "3"], "at least 10"),
+    ],
+)
 def test_bad_arguments_name_the_culprit(script, argv, message, capsys):
     with pytest.raises(SystemExit) as stopped:
         script.parse_args(argv)
@@ -54,17 +59,38 @@ def test_bad_arguments_name_the_culprit(script, argv, message, capsys):
 
 
 def test_table_in_microseconds_with_absent_methods_dropped(script):
-    table = script.format_table({
-        "matmul": {"do_bench": 0.2051, "cudagraph": 0.1987, "events": 0.2003,
-                   "events+flush": 0.2049, "batched": 0.1990, "ncu": None},
-        "add_2us": {"do_bench": 0.00412, "cudagraph": 0.00183, "events": 0.00391,
-                    "events+flush": 0.0040, "batched": 0.00221, "ncu": None},
-        "copy": {"do_bench": 1.3104, "cudagraph": 1.301, "events": 1.30, "events+flush": 1.31,
-                 "batched": 1.30, "ncu": None},
-    })
+    table = script.format_table(
+        {
+            "matmul": {
+                "do_bench": 0.2051,
+                "cudagraph": 0.1987,
+                "events": 0.2003,
+                "events+flush": 0.2049,
+                "batched": 0.1990,
+                "ncu": None,
+            },
+            "add_2us": {
+                "do_bench": 0.00412,
+                "cudagraph": 0.00183,
+                "events": 0.00391,
+                "events+flush": 0.0040,
+                "batched": 0.00221,
+                "ncu": None,
+            },
+            "copy": {
+                "do_bench": 1.3104,
+                "cudagraph": 1.301,
+                "events": 1.30,
+                "events+flush": 1.31,
+                "batched": 1.30,
+                "ncu": None,
+            },
+        }
+    )
     lines = table.splitlines()
-    assert lines[0] == ("| kernel | do_bench (µs) | cudagraph (µs) | events (µs) | "
-                        "events+flush (µs) | batched (µs) |")  # no ncu column: never measured
+    assert lines[0] == (
+        "| kernel | do_bench (µs) | cudagraph (µs) | events (µs) | events+flush (µs) | batched (µs) |"
+    )  # no ncu column: never measured
     assert lines[1] == "|---|---:|---:|---:|---:|---:|"
     assert lines[2] == "| torch.matmul bf16 4096^3 | 205.1 | 198.7 | 200.3 | 204.9 | 199 |"
     assert lines[3] == "| fp32 add, 65,536 elements | 4.12 | 1.83 | 3.91 | 4 | 2.21 |"
@@ -78,10 +104,15 @@ def test_format_us(script):
 
 
 def test_ncu_figure_is_per_call(script):
-    header = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
-              '"Section Name","Metric Name","Metric Unit","Metric Value"')
-    rows = [f'"{i}","7","python","h","add_kernel","1","7","Command line profiler metrics",'
-            f'"gpu__time_duration.sum","nsecond","{t}"' for i, t in enumerate([2000, 2100, 1900])]
+    header = (
+        '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+        '"Section Name","Metric Name","Metric Unit","Metric Value"'
+    )
+    rows = [
+        f'"{i}","7","python","h","add_kernel","1","7","Command line profiler metrics",'
+        f'"gpu__time_duration.sum","nsecond","{t}"'
+        for i, t in enumerate([2000, 2100, 1900])
+    ]
     assert script.ncu_ms_per_call("\n".join([header, *rows]), calls=3) == pytest.approx(0.002)
 
 

@@ -12,8 +12,19 @@ import pytest
 from pytest_tesserabench import machine
 
 FINGERPRINT_KEYS = {
-    "device", "arch", "driver", "cuda", "torch", "triton", "python",
-    "gpu_count", "cpu_count", "hostname", "memory_gb", "l2_bytes", "sm_count",
+    "device",
+    "arch",
+    "driver",
+    "cuda",
+    "torch",
+    "triton",
+    "python",
+    "gpu_count",
+    "cpu_count",
+    "hostname",
+    "memory_gb",
+    "l2_bytes",
+    "sm_count",
 }
 
 
@@ -26,8 +37,12 @@ def fresh_probe():
 
 def fake_cuda_torch(l2_cache_size=50 * 1024**2, hip=None):
     props = types.SimpleNamespace(
-        name="NVIDIA H100 80GB HBM3", major=9, minor=0, total_memory=85_029_158_912,
-        multi_processor_count=132, gcnArchName="gfx942:sramecc+:xnack-",
+        name="NVIDIA H100 80GB HBM3",
+        major=9,
+        minor=0,
+        total_memory=85_029_158_912,
+        multi_processor_count=132,
+        gcnArchName="gfx942:sramecc+:xnack-",
     )
     if l2_cache_size is not None:
         props.L2_cache_size = l2_cache_size
@@ -47,8 +62,7 @@ def fake_cuda_torch(l2_cache_size=50 * 1024**2, hip=None):
         ("NVIDIA H100 PCIe", "sm_90", "nvidia-h100-pcie-sm90"),
         ("NVIDIA A100-SXM4-40GB", "sm_80", "nvidia-a100-sxm4-40gb-sm80"),
         ("AMD Instinct MI300X", "gfx942", "amd-instinct-mi300x-gfx942"),
-        ("Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz", "x86_64",
-         "cpu-x86-64-intel-xeon-platinum-8480-cpu-2.00ghz"),
+        ("Intel(R) Xeon(R) Platinum 8480+ CPU @ 2.00GHz", "x86_64", "cpu-x86-64-intel-xeon-platinum-8480-cpu-2.00ghz"),
         ("Apple M2 Pro", "arm64", "cpu-arm64-apple-m2-pro"),
     ],
 )
@@ -77,7 +91,7 @@ def test_machine_key_names_what_is_missing():
 def test_fingerprint_of_this_machine_is_complete_and_keyed(fresh_probe):
     info = machine.machine_info()
     assert FINGERPRINT_KEYS <= set(info)
-    assert info["python"] == "%d.%d.%d" % sys.version_info[:3]
+    assert info["python"] == "{}.{}.{}".format(*sys.version_info[:3])
     assert re.fullmatch(r"[a-z0-9.-]+", machine.machine_key(info))
     info["device"] = "changed by a caller"
     assert machine.machine_info()["device"] != "changed by a caller"  # callers get copies
@@ -149,8 +163,10 @@ def test_driver_version_read_from_proc_text():
 
 
 def test_importing_the_machine_modules_imports_neither_torch_nor_triton():
-    code = ("import sys; import pytest_tesserabench.machine, pytest_tesserabench.roofline, "
-            "pytest_tesserabench.telemetry, pytest_tesserabench.profiling; "
-            "assert 'torch' not in sys.modules and 'triton' not in sys.modules")
+    code = (
+        "import sys; import pytest_tesserabench.machine, pytest_tesserabench.roofline, "
+        "pytest_tesserabench.telemetry, pytest_tesserabench.profiling; "
+        "assert 'torch' not in sys.modules and 'triton' not in sys.modules"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr

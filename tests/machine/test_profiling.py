@@ -11,48 +11,53 @@ import pytest
 
 from pytest_tesserabench import machine, profiling
 
-HEADER = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
-          '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
-          '"Metric Value"')
+HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'
+    '"Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit",'
+    '"Metric Value"'
+)
 
 
 def row(kernel_id, name, metric, unit, value, grid="(132, 1, 1)"):
-    return (f'"{kernel_id}","41237","python3.12","127.0.0.1","{name}","1","7","(384, 1, 1)",'
-            f'"{grid}","0","9.0","Command line profiler metrics","{metric}","{unit}","{value}"')
+    return (
+        f'"{kernel_id}","41237","python3.12","127.0.0.1","{name}","1","7","(384, 1, 1)",'
+        f'"{grid}","0","9.0","Command line profiler metrics","{metric}","{unit}","{value}"'
+    )
 
 
 GEMM = "nvjet_tst_128x256_64x4_1x2_h_bz_coopB_TNT"
 ADD = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
 # What `ncu --csv --print-units base --metrics ...` prints (metrics sorted by name per kernel),
 # interleaved with ncu's ==PROF== lines and the child pytest's own output.
-NCU_OUTPUT = "\n".join([
-    "==PROF== Connected to process 41237 (/usr/bin/python3.12)",
-    '==PROF== Profiling "nvjet_tst_128x256_64x4_1x2_h_..." - 0: 0%....50%....100% - 9 passes',
-    '==PROF== Profiling "vectorized_elementwise_kernel" - 1: 0%....50%....100% - 9 passes',
-    ".                                                                        [100%]",
-    "1 passed in 14.02s",
-    "==PROF== Disconnected from process 41237",
-    HEADER,
-    row(0, GEMM, "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "12.51"),
-    row(0, GEMM, "gpu__time_duration.sum", "nsecond", "1,234,567"),
-    row(0, GEMM, "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "81.30"),
-    row(0, GEMM, "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "18.75"),
-    row(1, ADD, "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "91.20", "(8192, 1, 1)"),
-    row(1, ADD, "gpu__time_duration.sum", "nsecond", "5,120", "(8192, 1, 1)"),
-    row(1, ADD, "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "20.00", "(8192, 1, 1)"),
-    row(1, ADD, "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "80.00", "(8192, 1, 1)"),
-    row(2, ADD, "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "89.20", "(8192, 1, 1)"),
-    row(2, ADD, "gpu__time_duration.sum", "usecond", "15.36", "(8192, 1, 1)"),
-    row(2, ADD, "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "24.00", "(8192, 1, 1)"),
-    row(2, ADD, "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "n/a", "(8192, 1, 1)"),
-])
+NCU_OUTPUT = "\n".join(
+    [
+        "==PROF== Connected to process 41237 (/usr/bin/python3.12)",
+        '==PROF== Profiling "nvjet_tst_128x256_64x4_1x2_h_..." - 0: 0%....50%....100% - 9 passes',
+        '==PROF== Profiling "vectorized_elementwise_kernel" - 1: 0%....50%....100% - 9 passes',
+        ".                                                                        [100%]",
+        "1 passed in 14.02s",
+        "==PROF== Disconnected from process 41237",
+        HEADER,
+        row(0, GEMM, "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "12.51"),
+        row(0, GEMM, "gpu__time_duration.sum", "nsecond", "1,234,567"),
+        row(0, GEMM, "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "81.30"),
+        row(0, GEMM, "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "18.75"),
+        row(1, ADD, "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "91.20", "(8192, 1, 1)"),
+        row(1, ADD, "gpu__time_duration.sum", "nsecond", "5,120", "(8192, 1, 1)"),
+        row(1, ADD, "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "20.00", "(8192, 1, 1)"),
+        row(1, ADD, "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "80.00", "(8192, 1, 1)"),
+        row(2, ADD, "dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "89.20", "(8192, 1, 1)"),
+        row(2, ADD, "gpu__time_duration.sum", "usecond", "15.36", "(8192, 1, 1)"),
+        row(2, ADD, "sm__throughput.avg.pct_of_peak_sustained_elapsed", "%", "24.00", "(8192, 1, 1)"),
+        row(2, ADD, "sm__warps_active.avg.pct_of_peak_sustained_active", "%", "n/a", "(8192, 1, 1)"),
+    ]
+)
 
 
 def test_parse_groups_rows_into_kernels_with_units():
     kernels = profiling.parse_ncu_csv(NCU_OUTPUT)
     assert [(k["id"], k["name"]) for k in kernels] == [(0, GEMM), (1, ADD), (2, ADD)]
-    assert kernels[0]["metrics"]["gpu__time_duration.sum"] == {"value": 1234567.0,
-                                                              "unit": "nsecond"}
+    assert kernels[0]["metrics"]["gpu__time_duration.sum"] == {"value": 1234567.0, "unit": "nsecond"}
     assert kernels[0]["metrics"][profiling.ACHIEVED_OCCUPANCY] == {"value": 18.75, "unit": "%"}
     assert kernels[2]["metrics"][profiling.ACHIEVED_OCCUPANCY]["value"] == "n/a"
 
@@ -69,8 +74,7 @@ def test_summary_merges_launches_and_weights_by_gpu_time():
     assert add["dram_throughput_pct"] == pytest.approx((91.2 * 5.12 + 89.2 * 15.36) / 20.48)
     assert add["achieved_occupancy_pct"] == pytest.approx(80.0)  # the "n/a" launch is left out
     total = 1.234567 + 0.02048
-    assert summary["sm_throughput_pct"] == pytest.approx(
-        (81.3 * 1.234567 + 20.0 * 0.00512 + 24.0 * 0.01536) / total)
+    assert summary["sm_throughput_pct"] == pytest.approx((81.3 * 1.234567 + 20.0 * 0.00512 + 24.0 * 0.01536) / total)
 
 
 def test_output_without_csv_is_a_clear_error():
@@ -90,7 +94,9 @@ def test_ncu_command_profiles_one_node_in_the_nvtx_range(tmp_path):
     command = profiling.ncu_command(
         "tests/bench/test_matmul.py::test_matmul[M=4096]",
         ["--rootdir", "/repo", "--bench-ncu", "--bench-save=main", "--bench-threshold=3"],
-        ncu="/opt/ncu", log_file=tmp_path / "ncu.csv", python="/venv/bin/python",
+        ncu="/opt/ncu",
+        log_file=tmp_path / "ncu.csv",
+        python="/venv/bin/python",
     )
     assert command[:3] == ["/opt/ncu", "--csv", "--print-units"]
     metrics = command[command.index("--metrics") + 1].split(",")
@@ -99,9 +105,8 @@ def test_ncu_command_profiles_one_node_in_the_nvtx_range(tmp_path):
     assert command[command.index("--clock-control") + 1] == "base"
     assert command[command.index("--nvtx-include") + 1] == "tesserabench/"
     assert command[command.index("--log-file") + 1] == str(tmp_path / "ncu.csv")
-    child = command[command.index("/venv/bin/python"):]
-    assert child[:4] == ["/venv/bin/python", "-m", "pytest",
-                         "tests/bench/test_matmul.py::test_matmul[M=4096]"]
+    child = command[command.index("/venv/bin/python") :]
+    assert child[:4] == ["/venv/bin/python", "-m", "pytest", "tests/bench/test_matmul.py::test_matmul[M=4096]"]
     assert "--bench-ncu" not in child and "--bench-save=main" not in child  # no recursion
     assert "--bench-threshold=3" in child and "/repo" in child
 
@@ -115,7 +120,7 @@ def test_ncu_skip_reason_names_what_is_missing(monkeypatch):
     assert profiling.run_ncu("t.py::test")["available"] is False
 
 
-FAKE_NCU = textwrap.dedent('''\
+FAKE_NCU = textwrap.dedent("""\
     #!{python}
     import os, sys
     args = sys.argv[1:]
@@ -123,7 +128,7 @@ FAKE_NCU = textwrap.dedent('''\
     log = args[args.index("--log-file") + 1]
     open(log, "w").write(open({sample!r}).read())
     print("1 passed")
-''')
+""")
 
 
 def test_run_ncu_end_to_end_with_a_fake_ncu(tmp_path, monkeypatch):
@@ -141,8 +146,10 @@ def test_run_ncu_end_to_end_with_a_fake_ncu(tmp_path, monkeypatch):
 
 def test_run_ncu_reports_counter_permission(tmp_path, monkeypatch):
     fake = tmp_path / "ncu"
-    fake.write_text("#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM - The user does not have "
-                    "permission to access NVIDIA GPU Performance Counters'\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho '==ERROR== ERR_NVGPUCTRPERM - The user does not have "
+        "permission to access NVIDIA GPU Performance Counters'\nexit 1\n"
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(machine, "gpu_plausibly_present", lambda: True)
     monkeypatch.setattr(profiling, "ncu_available", lambda: str(fake))
@@ -171,8 +178,7 @@ def test_trace_path_is_file_safe_and_distinct(tmp_path):
 def test_trace_call_writes_a_chrome_trace_on_cpu(tmp_path):
     torch = pytest.importorskip("torch")
     a, b = torch.randn(64, 64), torch.randn(64, 64)
-    path = profiling.trace_call(torch.matmul, (a, b), {}, tmp_path / "deep" / "mm.trace.json",
-                                calls=2)
+    path = profiling.trace_call(torch.matmul, (a, b), {}, tmp_path / "deep" / "mm.trace.json", calls=2)
     events = json.loads(path.read_text())["traceEvents"]
     names = {event.get("name") for event in events}
     assert {"tesserabench/call0", "tesserabench/call1"} <= names

@@ -26,6 +26,7 @@ def fake_pynvml(readings, init_error=None, unsupported=()):
             if name in unsupported:
                 raise FakeNVMLError("Not Supported")
             return readings[name].pop(0)
+
         return get
 
     def init():
@@ -50,10 +51,14 @@ def fake_pynvml(readings, init_error=None, unsupported=()):
 
 def steady_readings(**overrides):
     readings = {
-        "sm": [1980, 1980], "mem": [2619, 2619], "temp": [45, 52],
-        "power_mw": [120_000, 650_000], "reasons": [0x1, 0x0],
+        "sm": [1980, 1980],
+        "mem": [2619, 2619],
+        "temp": [45, 52],
+        "power_mw": [120_000, 650_000],
+        "reasons": [0x1, 0x0],
         "energy_mj": [1_000_000, 1_650_000],
-        "power_violation_ns": [10**9, 10**9], "thermal_violation_ns": [0, 0],
+        "power_violation_ns": [10**9, 10**9],
+        "thermal_violation_ns": [0, 0],
     }
     readings.update(overrides)
     return readings
@@ -65,6 +70,7 @@ def install(monkeypatch):
         telemetry._nvml.cache_clear()
         monkeypatch.setitem(sys.modules, "pynvml", module)
         return module
+
     yield install
     telemetry._nvml.cache_clear()
 
@@ -76,8 +82,12 @@ def test_clean_run_records_snapshots_and_energy_per_call(install):
     record = probe.stop(calls=1000)
     assert record["available"] and not record["throttled"] and record["warning"] is None
     assert record["before"] == {
-        "sm_clock_mhz": 1980, "mem_clock_mhz": 2619, "temperature_c": 45, "power_w": 120.0,
-        "clock_reasons": ["gpu_idle"], "energy_mj": 1_000_000,
+        "sm_clock_mhz": 1980,
+        "mem_clock_mhz": 2619,
+        "temperature_c": 45,
+        "power_w": 120.0,
+        "clock_reasons": ["gpu_idle"],
+        "energy_mj": 1_000_000,
     }
     assert record["energy_j"] == pytest.approx(650.0)
     assert record["energy_j_per_call"] == pytest.approx(0.65)
@@ -138,8 +148,7 @@ def test_no_driver_is_recorded_not_raised(install):
     install(fake_pynvml({}, init_error="Driver Not Loaded"))
     probe = telemetry.Telemetry()
     probe.start()
-    assert probe.stop(calls=3) == {"available": False,
-                                   "reason": "NVML could not start: Driver Not Loaded"}
+    assert probe.stop(calls=3) == {"available": False, "reason": "NVML could not start: Driver Not Loaded"}
 
 
 def test_missing_pynvml_is_recorded_not_raised(install, monkeypatch):
@@ -172,5 +181,8 @@ def test_stop_after_a_failed_measurement_has_no_per_call_energy(install):
 def test_reason_mask_decoding():
     assert telemetry.decode_clock_reasons(0) == []
     assert telemetry.decode_clock_reasons(0x8 | 0x40 | 0x80) == [
-        "hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"]
+        "hw_slowdown",
+        "hw_thermal_slowdown",
+        "hw_power_brake_slowdown",
+    ]
     assert telemetry.decode_clock_reasons(0x1000) == ["unknown_0x1000"]

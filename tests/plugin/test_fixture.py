@@ -37,8 +37,10 @@ def test_with_bench_measures_and_records(pytester, fast, tmp_path):
     run = json.loads(out.read_text())
     assert run["schema"] == 1 and run["machine"] and run["started"].endswith("Z")
     ids = sorted(run["benchmarks"])
-    assert ids == ["test_with_bench_measures_and_records.py::test_a",
-                   "test_with_bench_measures_and_records.py::test_a::small"]
+    assert ids == [
+        "test_with_bench_measures_and_records.py::test_a",
+        "test_with_bench_measures_and_records.py::test_a::small",
+    ]
     rec = run["benchmarks"][ids[0]]
     stats = rec["stats"]
     for key in ("median_ms", "ci95_ms", "mean_ms", "min_ms", "max_ms", "iqr_ms", "stdev_ms", "cv", "rounds", "noisy"):
@@ -95,9 +97,12 @@ def test_a_function_that_raises_errors_the_test_and_records_nothing(pytester, fa
     """)
     result = pytester.runpytest("--bench", f"--bench-json={out}", *fast)
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines(["*KeyError: 'kernel exploded'*",
-                                 "*tesserabench: raised by boom during its first call; nothing was recorded*"])
-    assert list(json.loads(out.read_text())["benchmarks"]) == ["test_a_function_that_raises_errors_the_test_and_records_nothing.py::test_ok"]
+    result.stdout.fnmatch_lines(
+        ["*KeyError: 'kernel exploded'*", "*tesserabench: raised by boom during its first call; nothing was recorded*"]
+    )
+    assert list(json.loads(out.read_text())["benchmarks"]) == [
+        "test_a_function_that_raises_errors_the_test_and_records_nothing.py::test_ok"
+    ]
 
 
 def test_check_accuracy_records_and_asserts(pytester, fast, tmp_path):
@@ -229,5 +234,6 @@ def test_a_function_that_fails_while_measured_is_explained(pytester, fast, tmp_p
     """)
     result = pytester.runpytest("--bench", *fast)
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*MemoryError: out of memory*",
-                                 "*raised by flaky during measurement (it passed its first call)*"])
+    result.stdout.fnmatch_lines(
+        ["*MemoryError: out of memory*", "*raised by flaky during measurement (it passed its first call)*"]
+    )

@@ -71,10 +71,13 @@ def test_a_thirty_percent_slowdown_fails_exactly_its_test(project, monkeypatch):
     result = project.runpytest("--bench-compare=main", *ARGS)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines([
-        "*_ test_work[[]b[]] _*",
-        "test_kernels.py::test_work[[]b[]]: REGRESSED (severe), *.** ms -> 2.6* ms, +*% [[]+*%, +*%[]], p=*, threshold 5.0%",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_work[[]b[]] _*",
+            "test_kernels.py::test_work[[]b[]]: REGRESSED (severe), *.** ms -> 2.6* ms, "
+            "+*% [[]+*%, +*%[]], p=*, threshold 5.0%",
+        ]
+    )
     result.stdout.fnmatch_lines(["FAILED test_kernels.py::test_work[[]b[]]*"])
 
 

@@ -36,11 +36,13 @@ def test_sizes_with_precision_and_parametrize(pytester):
             assert isinstance(precision, Precision)
     """)
     result = pytester.runpytest("--collect-only", "-q")
-    result.stdout.fnmatch_lines([
-        "*test_a[[]S=128-fp16-True[]]",
-        "*test_a[[]S=128-fp8_e4m3-True[]]",
-        "*test_a[[]S=128-fp16@accum(fp16)-True[]]",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_a[[]S=128-fp16-True[]]",
+            "*test_a[[]S=128-fp8_e4m3-True[]]",
+            "*test_a[[]S=128-fp16@accum(fp16)-True[]]",
+        ]
+    )
 
 
 def test_unknown_size_axis_is_a_collection_error_naming_it(pytester):

@@ -3,24 +3,30 @@ import pytest
 from pytest_tesserabench.precision import Precision, PrecisionError
 
 
-@pytest.mark.parametrize("text, storage, accum, canonical", [
-    ("bf16", "bf16", "fp32", "bf16"),
-    ("fp8_e4m3@accum(fp32)", "fp8_e4m3", "fp32", "fp8_e4m3"),
-    ("fp16@accum(fp16)", "fp16", "fp16", "fp16@accum(fp16)"),
-    (" TF32 ", "tf32", "fp32", "tf32"),
-])
+@pytest.mark.parametrize(
+    "text, storage, accum, canonical",
+    [
+        ("bf16", "bf16", "fp32", "bf16"),
+        ("fp8_e4m3@accum(fp32)", "fp8_e4m3", "fp32", "fp8_e4m3"),
+        ("fp16@accum(fp16)", "fp16", "fp16", "fp16@accum(fp16)"),
+        (" TF32 ", "tf32", "fp32", "tf32"),
+    ],
+)
 def test_grammar(text, storage, accum, canonical):
     p = Precision.parse(text)
     assert (p.storage, p.accum, str(p)) == (storage, accum, canonical)
     assert Precision.parse(str(p)) == p
 
 
-@pytest.mark.parametrize("text, message", [
-    ("fp4", "unknown storage type 'fp4'"),
-    ("bf16@accum(bf16)", "unknown accumulator 'bf16'"),
-    ("bf16@acc(fp32)", "does not match <storage>"),
-    ("", "does not match"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("fp4", "unknown storage type 'fp4'"),
+        ("bf16@accum(bf16)", "unknown accumulator 'bf16'"),
+        ("bf16@acc(fp32)", "does not match <storage>"),
+        ("", "does not match"),
+    ],
+)
 def test_bad_policies(text, message):
     with pytest.raises(PrecisionError, match=message.replace("(", r"\(")):
         Precision.parse(text)

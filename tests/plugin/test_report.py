@@ -4,14 +4,29 @@ from pytest_tesserabench.report.terminal import relative_speeds, render_summary,
 
 
 def record(id_, name, median, group="g", tflops=None, timer="cpu"):
-    return {"id": id_ if name is None else f"{id_}::{name}", "name": name, "group": group, "timer": timer,
-            "tflops": tflops, "gbps": None,
-            "stats": {"median_ms": median, "ci95_ms": [median * 0.99, median * 1.01], "min_ms": median * 0.9,
-                      "iqr_ms": median * 0.02, "rounds": 7, "noisy": False}}
+    return {
+        "id": id_ if name is None else f"{id_}::{name}",
+        "name": name,
+        "group": group,
+        "timer": timer,
+        "tflops": tflops,
+        "gbps": None,
+        "stats": {
+            "median_ms": median,
+            "ci95_ms": [median * 0.99, median * 1.01],
+            "min_ms": median * 0.9,
+            "iqr_ms": median * 0.02,
+            "rounds": 7,
+            "noisy": False,
+        },
+    }
 
 
 def test_row_labels_and_relative_speed():
-    recs = [record("t.py::test_mm[M=64-bf16]", None, 2.0, tflops=10.0), record("t.py::test_mm[M=64-bf16]", "torch", 1.0)]
+    recs = [
+        record("t.py::test_mm[M=64-bf16]", None, 2.0, tflops=10.0),
+        record("t.py::test_mm[M=64-bf16]", "torch", 1.0),
+    ]
     assert [row_label(r) for r in recs] == ["M=64-bf16", "M=64-bf16 · torch"]
     assert relative_speeds(recs) == {recs[0]["id"]: 1.0, recs[1]["id"]: 2.0}
     recs[0]["timer"] = "interpreter"  # an interpreted kernel beside a CPU call: no ratio
@@ -19,8 +34,13 @@ def test_row_labels_and_relative_speed():
 
 
 def test_table_per_group():
-    recs = {r["id"]: r for r in (record("a.py::t[1]", None, 1.0, group="A", tflops=3.0),
-                                 record("b.py::u", None, 2.0, group="B", timer="interpreter"))}
+    recs = {
+        r["id"]: r
+        for r in (
+            record("a.py::t[1]", None, 1.0, group="A", tflops=3.0),
+            record("b.py::u", None, 2.0, group="B", timer="interpreter"),
+        )
+    }
     text = render_summary(recs, width=140)
     assert text.index("A") < text.index("B")
     assert "TFLOP/s" in text and "3" in text and "interpreter, not gated" in text and "±95%" in text

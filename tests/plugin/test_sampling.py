@@ -1,7 +1,6 @@
 """The sampling plan, driven by a fake timer on a fake clock (no real time, no flakiness)."""
 
 import numpy as np
-import pytest
 
 from pytest_tesserabench import sampling
 from pytest_tesserabench.timing import CpuTimer
@@ -71,7 +70,9 @@ def test_min_rounds_is_a_floor_even_past_max_time():
 
 def test_rounds_keep_their_medians_and_every_sample():
     clock = FakeClock()
-    m = sampling.measure(FakeTimer(clock, spread=0.05, seed=3), sampling.Budget(min_rounds=6, target_ci=0.5), clock=clock)
+    m = sampling.measure(
+        FakeTimer(clock, spread=0.05, seed=3), sampling.Budget(min_rounds=6, target_ci=0.5), clock=clock
+    )
     per_round = np.array(m.samples_ms).reshape(len(m.rounds_ms), m.samples_per_round)
     assert np.allclose(np.median(per_round, axis=1), m.rounds_ms)
 

@@ -9,8 +9,10 @@ import pytest
 triton = pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
 
-pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
-                                reason="exercises the interpreter path; a GPU run covers the compiled one")
+pytestmark = pytest.mark.skipif(
+    os.environ.get("TRITON_INTERPRET") != "1",
+    reason="exercises the interpreter path; a GPU run covers the compiled one",
+)
 
 KERNEL_TEST = """
 import torch, triton, triton.language as tl
@@ -38,10 +40,13 @@ FAST = ("--bench-max-time=0.01", "--bench-warmup=0", "--bench-min-rounds=2")
 def test_kernels_are_recorded_shown_and_dumped(pytester, tmp_path):
     pytester.makepyfile(test_k=KERNEL_TEST)
     out, dump = tmp_path / "run.json", tmp_path / "ir"
-    result = pytester.runpytest("--bench", "--bench-arch=sm_90,sm_80", f"--bench-json={out}",
-                                f"--bench-ir-dump={dump}", *FAST)
+    result = pytester.runpytest(
+        "--bench", "--bench-arch=sm_90,sm_80", f"--bench-json={out}", f"--bench-ir-dump={dump}", *FAST
+    )
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["*static kernel analysis*", "*_scale_kernel sm_90*regs *occ *", "*_scale_kernel sm_80*"])
+    result.stdout.fnmatch_lines(
+        ["*static kernel analysis*", "*_scale_kernel sm_90*regs *occ *", "*_scale_kernel sm_80*"]
+    )
     record = json.loads(out.read_text())["benchmarks"]["test_k.py::test_scale"]
     assert record["timer"] == "interpreter"
     kernels = {k["arch"]: k for k in record["kernels"]}

@@ -39,8 +39,9 @@ def test_measured_sections_never_overlap_across_workers(pytester, tmp_path):
         def test_a(bench, i):
             bench(work)
     """)
-    result = pytester.runpytest("-n", "2", "--bench", "--bench-max-time=0.03", "--bench-warmup=0",
-                                "--bench-min-rounds=3")
+    result = pytester.runpytest(
+        "-n", "2", "--bench", "--bench-max-time=0.03", "--bench-warmup=0", "--bench-min-rounds=3"
+    )
     result.assert_outcomes(passed=4)
     spans = sorted(tuple(map(float, line.split())) for line in log.read_text().splitlines())
     # The first call of each test runs outside the lock (it may compile kernels); the calls made
@@ -50,8 +51,10 @@ def test_measured_sections_never_overlap_across_workers(pytester, tmp_path):
 
 
 def test_importing_the_plugin_imports_nothing_heavy():
-    code = ("import sys, pytest_tesserabench.plugin, pytest_tesserabench.fixture; "
-            "heavy = [m for m in ('torch', 'triton', 'numpy', 'scipy', 'rich') if m in sys.modules]; "
-            "print(heavy); sys.exit(1 if heavy else 0)")
+    code = (
+        "import sys, pytest_tesserabench.plugin, pytest_tesserabench.fixture; "
+        "heavy = [m for m in ('torch', 'triton', 'numpy', 'scipy', 'rich') if m in sys.modules]; "
+        "print(heavy); sys.exit(1 if heavy else 0)"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
