@@ -32,7 +32,7 @@ def empty():
 
 def per_call_overhead(n: int = 200_000) -> tuple[float, float]:
     """ns per call of empty() directly and through a disabled bench (best of 5 passes each)."""
-    fixture = Bench(session=None, nodeid="x", params={}, group="g", settings=Settings(enabled=False))
+    fixture = Bench(instruments=None, nodeid="x", params={}, group="g", settings=Settings(enabled=False))
 
     def direct():
         t0 = time.perf_counter_ns()

@@ -2,27 +2,23 @@
 
 A baseline file is ``{"schema": 1, "name": NAME, "machine_key": KEY, "runs": [run, ...]}`` with
 sorted keys and two-space indent, so a change reads well in review. Runs keep round medians, never
-raw samples. Writes are atomic (a temporary file in the same folder, then ``os.replace``) and
-serialised by a lock file next to the baseline, so an interrupted run or parallel savers never
-leave a half-written file. A file that is not ours to understand is never overwritten.
+raw samples or verdicts. Writes go through ``files.write_atomic`` under a lock file next to the
+baseline, so an interrupted run or parallel savers never leave a half-written file, and temporary
+files of a killed saver are removed by the next one. A file that is not ours to understand is an
+error naming it, and is never overwritten.
 """
 
 from __future__ import annotations
 
-import copy
-import json
-import re
 import subprocess
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
+from pytest_tesserabench import files
+from pytest_tesserabench.options import parse_name
+from pytest_tesserabench.results import SCHEMA, DocumentError, RunDocument
 
-from pytest_tesserabench.report.json_report import atomic_write_json
-
-SCHEMA = 1
-NAME_RE = r"[A-Za-z0-9._-]+"
-_NAME = re.compile(NAME_RE)
 DEFAULT_HISTORY = 10
 LOCK_TIMEOUT_S = 60
 
@@ -32,12 +28,10 @@ class BaselineError(Exception):
 
 
 def validate_name(name: str, *, what: str = "baseline name") -> str:
-    if not isinstance(name, str) or not _NAME.fullmatch(name) or set(name) == {"."}:
-        raise BaselineError(
-            f"{what} {name!r} is not allowed: use letters, digits, '.', '_' and '-' only "
-            f"(it becomes a file name; e.g. 'main' or 'release-1.2')"
-        )
-    return name
+    try:
+        return parse_name(name)
+    except ValueError as exc:
+        raise BaselineError(f"{what} {name!r} is not allowed: it {exc}") from None
 
 
 def baseline_path(root: Path, name: str, machine_key: str) -> Path:
@@ -46,38 +40,46 @@ def baseline_path(root: Path, name: str, machine_key: str) -> Path:
     return Path(root) / name / f"{machine_key}.json"
 
 
+def baseline_names(root: Path) -> list[str]:
+    """The baselines recorded under ``root`` (folders holding at least one machine's file)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.json")))
+
+
+def machine_files(root: Path, name: str) -> list[Path]:
+    """Every machine's file of baseline ``name``."""
+    folder = Path(root) / validate_name(name)
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
+
+
 def _lock_path(path: Path) -> Path:
     # Hidden and next to the file: the lock must live on the same file system as the data.
     return path.with_name(f".{path.name}.lock")
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BaselineError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "restore it from version control or move it away and record a new baseline"
-        ) from exc
+@dataclass
+class Baseline:
+    name: str
+    machine_key: str
+    runs: list[RunDocument] = field(default_factory=list)
+    path: Path | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "schema": SCHEMA,
+            "name": self.name,
+            "machine_key": self.machine_key,
+            "runs": [run.to_json(samples=False) for run in self.runs],
+        }
+
+    @property
+    def latest_machine(self) -> dict:
+        return self.runs[-1].machine if self.runs else {}
 
 
-def _check_run(path: Path, run: Any, where: str) -> None:
-    if not isinstance(run, dict):
-        raise BaselineError(f"{path}: {where} is not a run object; restore the file from version control")
-    if run.get("schema") != SCHEMA:
-        raise BaselineError(
-            f"{path}: {where} has schema {run.get('schema')!r}, this pytest-tesserabench reads schema "
-            f"{SCHEMA}; use the matching pytest-tesserabench version or re-record the baseline"
-        )
-    if not isinstance(run.get("benchmarks"), dict):
-        raise BaselineError(f"{path}: {where} has no 'benchmarks' object; restore the file from version control")
-
-
-def _check_baseline(path: Path, data: Any, machine_key: str | None) -> dict:
+def _parse_baseline(path: Path, data: Any, machine_key: str | None) -> Baseline:
     if not isinstance(data, dict) or "runs" not in data:
         raise BaselineError(
             f"{path}: not a TesseraBench baseline (expected an object with 'schema', 'machine_key' "
@@ -88,53 +90,68 @@ def _check_baseline(path: Path, data: Any, machine_key: str | None) -> dict:
             f"{path}: schema {data.get('schema')!r}, this pytest-tesserabench reads schema {SCHEMA}; "
             "use the matching pytest-tesserabench version or re-record the baseline"
         )
-    if machine_key is not None and data.get("machine_key") != machine_key:
+    key = data.get("machine_key")
+    if not isinstance(key, str):
+        raise BaselineError(f"{path}: 'machine_key' is {key!r}, not a string; restore the file from version control")
+    if machine_key is not None and key != machine_key:
         raise BaselineError(
-            f"{path}: holds a baseline for machine {data.get('machine_key')!r}, not {machine_key!r}; "
-            f"the file is misplaced: move it to {path.with_name(str(data.get('machine_key')) + '.json')}"
+            f"{path}: holds a baseline for machine {key!r}, not {machine_key!r}; "
+            f"the file is misplaced: move it to {path.with_name(key + '.json')}"
         )
+    name = data.get("name", path.parent.name)
+    if not isinstance(name, str):
+        raise BaselineError(f"{path}: 'name' is {name!r}, not a string; restore the file from version control")
     runs = data["runs"]
     if not isinstance(runs, list):
         raise BaselineError(f"{path}: 'runs' is not a list; restore the file from version control")
-    for i, run in enumerate(runs):
-        _check_run(path, run, f"run {i}")
-    return data
+    try:
+        parsed = [RunDocument.from_json(run, f"run {i}") for i, run in enumerate(runs)]
+    except DocumentError as exc:
+        raise BaselineError(
+            f"{path}: {exc}; fix that value (or delete that run) by hand, or restore the file from version control"
+        ) from None
+    return Baseline(name=name, machine_key=key, runs=parsed, path=path)
 
 
-def load_baseline(path: Path, *, machine_key: str | None) -> dict | None:
+def load_baseline(path: Path, *, machine_key: str | None) -> Baseline | None:
     """The validated baseline at ``path``; None if there is none. BaselineError if unusable."""
     path = Path(path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
-    return _check_baseline(path, _read_json(path), machine_key)
+    try:
+        data = files.read_json(path, "baseline")
+    except files.FileProblem as exc:
+        raise BaselineError(str(exc)) from None
+    return _parse_baseline(path, data, machine_key)
 
 
-def strip_samples(run: dict) -> dict:
-    """A deep copy of ``run`` without raw samples (baselines keep round medians only)."""
-    run = copy.deepcopy(run)
-    for record in (run.get("benchmarks") or {}).values():
-        if isinstance(record, dict):
-            record.pop("samples_ms", None)
-    return run
+def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, history: int = DEFAULT_HISTORY) -> Path:
+    """Append ``run`` (without samples and verdicts) to baseline NAME for this machine, keeping
+    the last ``history`` runs."""
+    from filelock import FileLock, Timeout
 
-
-def save_run(root: Path, name: str, machine_key: str, run: dict, *, history: int = DEFAULT_HISTORY) -> Path:
-    """Append ``run`` to baseline NAME for this machine, keeping the last ``history`` runs."""
     path = baseline_path(root, name, machine_key)
     if not isinstance(history, int) or history < 1:
         raise BaselineError(f"bench_history={history!r} is invalid: it must be a whole number >= 1 (default 10)")
-    _check_run(path, run, "the run to save")
-    entry = strip_samples(run)
+    entry = run.for_baseline()
     try:
-        json.dumps(entry, allow_nan=False)
+        files.dumps(entry.to_json(samples=False))
     except (TypeError, ValueError) as exc:
         raise BaselineError(f"{path}: the run to save is not plain JSON ({exc}); nothing was written") from exc
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(_lock_path(path)), timeout=LOCK_TIMEOUT_S):
-        existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
-        runs = list(existing["runs"]) if existing else []
-        runs.append(entry)
-        atomic_write_json(path, {"schema": SCHEMA, "name": name, "machine_key": machine_key, "runs": runs[-history:]})
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with FileLock(str(_lock_path(path)), timeout=LOCK_TIMEOUT_S):
+            files.remove_stale_temporaries(path)
+            existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
+            runs = [*(existing.runs if existing else []), entry][-history:]
+            files.write_json(path, Baseline(name, machine_key, runs).to_json())
+    except Timeout:
+        raise BaselineError(
+            f"{path}: another process has held its lock ({_lock_path(path).name}) for {LOCK_TIMEOUT_S} s; "
+            "nothing was written. If no other pytest is saving, remove the lock file"
+        ) from None
+    except OSError as exc:
+        raise BaselineError(f"{path}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return path
 
 
@@ -160,17 +177,22 @@ def git_commit_info(cwd: Path) -> dict:
     }
 
 
-def load_run_or_baseline(path: Path) -> list[dict]:
+def load_runs(path: Path) -> list[RunDocument]:
     """The runs in a ``--bench-json`` result file (one) or a baseline file (its history)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         raise BaselineError(f"{path}: no such file; give a --bench-json result or a baselines/NAME/KEY.json file")
-    data = _read_json(path)
+    try:
+        data = files.read_json(path, "result file")
+    except files.FileProblem as exc:
+        raise BaselineError(str(exc)) from None
     if isinstance(data, dict) and "runs" in data:
-        return list(_check_baseline(path, data, None)["runs"])
+        return list(_parse_baseline(path, data, None).runs)
     if isinstance(data, dict) and "benchmarks" in data:
-        _check_run(path, data, "the run")
-        return [data]
+        try:
+            return [RunDocument.from_json(data, "the run")]
+        except DocumentError as exc:
+            raise BaselineError(f"{path}: {exc}") from None
     raise BaselineError(
         f"{path}: neither a TesseraBench result (--bench-json) nor a baseline file "
         "(expected 'benchmarks' or 'runs' at the top level)"

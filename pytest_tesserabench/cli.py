@@ -12,27 +12,27 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_tesserabench.options import parse_fraction, parse_name, parse_percent
+
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
 
-def _percent(text: str) -> float:
-    try:
-        value = float(text.rstrip("%"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage (e.g. 5 or 2.5)") from None
-    if not 0 <= value < 1000:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a percentage >= 0 (e.g. 5)")
-    return value / 100
+def _argparse_type(parse, what: str):
+    """An argparse type from the plugin's own parser, so both read a value the same way."""
+
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{what} {text!r} {exc}") from None
+
+    convert.__name__ = what  # argparse names the type in its messages
+    return convert
 
 
-def _alpha(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number (e.g. 0.01)") from None
-    if not 0 < value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be between 0 and 1 (e.g. 0.01)")
-    return value
+_percent = _argparse_type(parse_percent, "threshold")
+_alpha = _argparse_type(parse_fraction, "alpha")
+_name = _argparse_type(parse_name, "baseline name")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -72,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="list the runs recorded in a baseline",
         description="List the runs of baseline NAME, one table per machine.",
     )
-    show.add_argument("name", help="the baseline name given to --bench-save")
+    show.add_argument("name", type=_name, help="the baseline name given to --bench-save")
     show.add_argument("--dir", type=Path, default=Path("baselines"), help="baselines root (default ./baselines)")
     show.add_argument("--machine", metavar="KEY", help="only this machine key (default: every machine)")
     show.add_argument("--width", type=int, default=120, help="table width in columns")
@@ -85,14 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _compare(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.gate import GateConfig, canary_ratio, compare_runs
-    from pytest_tesserabench.report.comparison import render_comparison, software_differences
+    from pytest_tesserabench.report.comparison_table import render_comparison, software_differences
 
     old_runs = load(args.old)
     new_runs = load(args.new)
     config = GateConfig(alpha=args.alpha, threshold=args.threshold, normalize_by_canary=args.normalize_by_canary)
     verdicts = compare_runs(new_runs, old_runs, config)
-    old_machine = old_runs[-1].get("machine") or {} if old_runs else {}
-    new_machine = new_runs[-1].get("machine") or {} if new_runs else {}
+    old_machine = old_runs[-1].machine if old_runs else {}
+    new_machine = new_runs[-1].machine if new_runs else {}
     for key in ("device", "arch", "cpu"):
         if old_machine.get(key) != new_machine.get(key) and (old_machine.get(key) or new_machine.get(key)):
             print(
@@ -115,19 +115,18 @@ def _compare(args: argparse.Namespace, out, err) -> int:
     return EXIT_REGRESSED if regressed else EXIT_OK
 
 
-def load(path: Path) -> list[dict]:
-    from pytest_tesserabench.baseline import load_run_or_baseline
+def load(path: Path):
+    from pytest_tesserabench.baseline import load_runs
 
-    return load_run_or_baseline(path)
+    return load_runs(path)
 
 
 def _show(args: argparse.Namespace, out, err) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from pytest_tesserabench.baseline import baseline_path, load_baseline, validate_name
+    from pytest_tesserabench.baseline import baseline_path, load_baseline
 
-    validate_name(args.name)
     folder = args.dir / args.name
     if args.machine:
         files = [baseline_path(args.dir, args.name, args.machine)]
@@ -152,20 +151,19 @@ def _show(args: argparse.Namespace, out, err) -> int:
     )  # branch names and paths are data, not rich style tags
     for path in files:
         data = load_baseline(path, machine_key=path.stem)
-        table = Table(title=f"{args.name} on {data['machine_key']} ({path})", title_justify="left")
+        table = Table(title=f"{args.name} on {data.machine_key} ({path})", title_justify="left")
         for column in ("#", "started", "commit", "branch", "benchmarks", "canary", "torch", "triton", "python"):
             table.add_column(column, justify="right" if column in ("#", "benchmarks", "canary") else "left")
-        for i, run in enumerate(data["runs"], 1):
-            commit = run.get("commit") or {}
-            machine = run.get("machine") or {}
-            sha = (commit.get("sha") or "-")[:10] + ("+dirty" if commit.get("dirty") else "")
-            canary = run.get("canary_ms") or []
+        for i, run in enumerate(data.runs, 1):
+            commit, machine = run.commit, run.machine
+            sha = str(commit.get("sha") or "-")[:10] + ("+dirty" if commit.get("dirty") else "")
+            canary = run.canary_ms
             table.add_row(
                 str(i),
-                str(run.get("started", "-")),
+                str(run.started or "-"),
                 sha,
                 str(commit.get("branch") or "-"),
-                str(len(run.get("benchmarks") or {})),
+                str(len(run.benchmarks)),
                 f"{statistics.median(canary):.3f} ms" if canary else "-",
                 *(str(machine.get(k, "-")) for k in ("torch", "triton", "python")),
             )

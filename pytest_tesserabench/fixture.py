@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from pytest_tesserabench.instruments import Instruments
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.precision import Precision
-
-GPU_TIMERS = ("cuda_event", "cuda_graph")
+from pytest_tesserabench.results import GPU_TIMERS, BenchRecord, Sampling, Stats
 
 
 class BenchUsageError(TypeError):
@@ -28,15 +28,15 @@ class BenchUsageError(TypeError):
 class Bench:
     """Measure functions inside a test: ``bench(fn, *args, flops=, bytes=, name=, **kwargs)``."""
 
-    def __init__(self, *, session, nodeid: str, params: dict, group: str, settings: Settings):
-        self._session = session
+    def __init__(self, *, instruments: Instruments, nodeid: str, params: dict, group: str, settings: Settings):
+        self._instruments = instruments
         self._nodeid = nodeid
         self._params = params
         self._group = group
         self._settings = settings
         self.enabled = settings.enabled
         self.extra_info: dict[str, Any] = {}
-        self.records: dict[str | None, dict] = {}  # label (None for the unlabelled call) -> record
+        self.records: dict[str | None, BenchRecord] = {}  # label (None for the unlabelled call) -> record
         self._results: dict[int, str | None] = {}  # id(returned object) -> label, for check_accuracy
 
     # -- measuring -------------------------------------------------------------------------
@@ -69,9 +69,9 @@ class Bench:
             fn(*args, **kwargs)
             with profiling.ncu_region():
                 return fn(*args, **kwargs)
-        session = self._session
+        instruments = self._instruments
         try:
-            with session.capture_kernels() as launches:
+            with instruments.capture_kernels() as launches:
                 result = fn(*args, **kwargs)
         except BaseException as exc:  # the test fails with the function's own exception
             _explain(exc, fn, name, "its first call")
@@ -88,53 +88,51 @@ class Bench:
             target_ci=self._settings.target_ci,
         )
         try:
-            with session.device_lock(), session.telemetry(timer) as telemetry:
+            with instruments.device_lock(), instruments.telemetry(timer) as telemetry:
                 measurement = sampling.measure(timer, budget)
                 telemetry.calls = measurement.calls
         except BaseException as exc:
             _explain(exc, fn, name, "measurement (it passed its first call)")
             raise
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
-        if telemetry.result is not None:
-            record["telemetry"] = telemetry.result
-        record["kernels"] = session.analyse_kernels(launches, record_id=record["id"])
+        record.telemetry = telemetry.result
+        record.kernels = instruments.analyse_kernels(launches, record_id=record.id)
         if self._settings.trace_dir is not None:
-            path = profiling.trace_call(fn, args, kwargs, profiling.trace_path(self._settings.trace_dir, record["id"]))
-            record["trace"] = str(path)
+            path = profiling.trace_call(fn, args, kwargs, profiling.trace_path(self._settings.trace_dir, record.id))
+            record.trace = str(path)
         self.records[name] = record
         self._results[id(result)] = name
         return result
 
-    def _record(self, name, m, flops, nbytes, storage: str | None) -> dict:
-        summary = m.summary()
-        median_s = summary["median_ms"] / 1e3
-        record = {
-            "id": self._nodeid if name is None else f"{self._nodeid}::{name}",
-            "nodeid": self._nodeid,
-            "name": name,
-            "group": self._group,
-            "params": self._params,
-            "timer": m.timer,
-            "rounds_ms": m.rounds_ms,
-            "samples_ms": m.samples_ms,
-            "stats": summary,
-            "sampling": {
-                "warmup_calls": m.warmup_calls,
-                "inner_loops": m.inner_loops,
-                "samples_per_round": m.samples_per_round,
-                "stop": m.stop_reason,
-                "elapsed_s": m.elapsed_s,
-            },
-            "flops": flops,
-            "bytes": nbytes,
-            "tflops": flops / median_s / 1e12 if flops and median_s > 0 else None,
-            "gbps": nbytes / median_s / 1e9 if nbytes and median_s > 0 else None,
-            "accuracy": None,
-            "kernels": [],
-            "extra_info": self.extra_info,  # the same dict: keys added later in the test still land
-        }
-        record["roofline"] = self._session.roofline(record, storage)
-        return record
+    def _record(self, name, m, flops, nbytes, storage: str | None) -> BenchRecord:
+        stats = Stats.of(m.rounds_ms, m.samples_ms, noisy=m.noisy)
+        median_s = stats.median_ms / 1e3
+        return BenchRecord(
+            nodeid=self._nodeid,
+            name=name,
+            group=self._group,
+            params=self._params,
+            dtype=storage,
+            timer=m.timer,
+            rounds_ms=m.rounds_ms,
+            samples_ms=m.samples_ms,
+            stats=stats,
+            sampling=Sampling(
+                warmup_calls=m.warmup_calls,
+                inner_loops=m.inner_loops,
+                samples_per_round=m.samples_per_round,
+                stop=m.stop_reason,
+                elapsed_s=m.elapsed_s,
+            ),
+            flops=flops,
+            bytes=nbytes,
+            tflops=flops / median_s / 1e12 if flops and median_s > 0 else None,
+            gbps=nbytes / median_s / 1e9 if nbytes and median_s > 0 else None,
+            roofline=self._instruments.roofline(
+                timer=m.timer, flops=flops, nbytes=nbytes, median_ms=stats.median_ms, storage=storage
+            ),
+            extra_info=self.extra_info,  # the same dict: keys added later in the test still land
+        )
 
     # -- checks ------------------------------------------------------------------------------
     def check_accuracy(self, actual, expected, precision: Precision | str) -> dict:
@@ -147,7 +145,7 @@ class Bench:
         result = accuracy.compare(actual, expected, precision)
         label = self._results.get(id(actual), next(iter(self.records), None))
         if label in self.records:
-            self.records[label]["accuracy"] = {k: result[k] for k in ("max_abs", "max_rel", "mismatched", "precision")}
+            self.records[label].accuracy = {k: result[k] for k in ("max_abs", "max_rel", "mismatched", "precision")}
         if not result["ok"]:
             raise accuracy.AccuracyError(accuracy.failure_message(result))
         return result
@@ -170,12 +168,12 @@ class Bench:
                 )
         mine, theirs = self.records[name], self.records[relative_to]
         if metric == "speed":
-            ratio = theirs["stats"]["median_ms"] / mine["stats"]["median_ms"]
+            ratio = theirs.median_ms / mine.median_ms
         else:
-            if not mine.get(metric) or not theirs.get(metric):
+            if not getattr(mine, metric) or not getattr(theirs, metric):
                 raise BenchUsageError(f"bench.require(metric={metric!r}) needs flops=/bytes= on both calls")
-            ratio = mine[metric] / theirs[metric]
-        checked = mine["timer"] in GPU_TIMERS and theirs["timer"] in GPU_TIMERS
+            ratio = getattr(mine, metric) / getattr(theirs, metric)
+        checked = mine.timer in GPU_TIMERS and theirs.timer in GPU_TIMERS
         target = {
             "relative_to": relative_to,
             "metric": metric,
@@ -184,10 +182,10 @@ class Bench:
             "checked": checked,
             "met": ratio >= at_least,
         }
-        mine.setdefault("targets", []).append(target)
+        mine.targets.append(target)
         if checked and ratio < at_least:
             pytest.fail(
-                f"performance target missed: {metric} of {mine['id']} is {ratio:.3f}x that of "
+                f"performance target missed: {metric} of {mine.id} is {ratio:.3f}x that of "
                 f"{relative_to!r}, below the required {at_least}x",
                 pytrace=False,
             )

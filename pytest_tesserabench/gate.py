@@ -40,9 +40,9 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from pytest_tesserabench.units import format_ms
+from pytest_tesserabench.kernel_gate import SEVERITY_RANK, compare_kernels
+from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
 
-STATUSES = ("REGRESSED", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED")
 SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
 MIN_RECOMMENDED_HISTORY = 3
 _MEDIAN_VARIANCE_FACTOR = math.pi / 2
@@ -76,74 +76,6 @@ class GateConfig:
             bad("noise_multiple", self.noise_multiple, ">= 0")
         if not 0.5 < self.confidence < 1.0:
             bad("confidence", self.confidence, "between 0.5 and 1 (e.g. 0.95)")
-
-
-def _pct(ratio: float) -> str:
-    return f"{(ratio - 1.0) * 100:+.1f}%"
-
-
-@dataclass(frozen=True)
-class Verdict:
-    id: str
-    status: str
-    baseline_ms: float | None = None
-    candidate_ms: float | None = None
-    ratio: float | None = None
-    ci: tuple[float, float] | None = None
-    p_value: float | None = None  # one-sided, for "slower"
-    severity: str | None = None  # REGRESSED only: "mild" | "moderate" | "severe"
-    reasons: tuple[str, ...] = ()  # why it regressed without statistics (kernel figures)
-    notes: tuple[str, ...] = ()  # informational: kernel changes, short history, timer
-    threshold: float | None = None  # theta actually used (relative)
-    noise: float | None = None  # run-to-run noise of one run's centre (relative sd)
-    history: int = 0  # baseline runs that measured this benchmark
-    alpha_per_test: float | None = None  # alpha / m
-
-    @property
-    def failed(self) -> bool:
-        return self.status == "REGRESSED"
-
-    def change_text(self) -> str:
-        """'+15.1% [+12.0%, +18.3%]', or '-' when there is no timing comparison."""
-        if self.ratio is None:
-            return "-"
-        text = _pct(self.ratio)
-        if self.ci is not None:
-            text += f" [{_pct(self.ci[0])}, {_pct(self.ci[1])}]"
-        return text
-
-    def line(self) -> str:
-        """One line for the test report: old and new median, change, interval, p, severity."""
-        head = self.status if self.severity is None else f"{self.status} ({self.severity})"
-        parts = [head]
-        if self.ratio is not None:
-            parts.append(f"{format_ms(self.baseline_ms)} -> {format_ms(self.candidate_ms)}, {self.change_text()}")
-            if self.p_value is not None:
-                parts.append(f"p={self.p_value:.2g}")
-            if self.threshold is not None:
-                parts.append(f"threshold {self.threshold * 100:.1f}%")
-        text = ", ".join(parts)
-        extra = list(self.reasons) or ([] if self.ratio is not None else list(self.notes[:1]))
-        if extra:
-            text += "; " + "; ".join(extra)
-        return text
-
-    def hint(self) -> str | None:
-        """For INCONCLUSIVE: what would settle it."""
-        if self.status != "INCONCLUSIVE":
-            return None
-        if self.history < MIN_RECOMMENDED_HISTORY:
-            return (
-                f"the baseline has {self.history} run(s) of this benchmark; record at least "
-                f"{MIN_RECOMMENDED_HISTORY} (run --bench-save=NAME again on this machine) so the "
-                "gate can measure run-to-run drift"
-            )
-        if self.noise is not None and self.threshold is not None and self.noise > 0.02:
-            return (
-                f"this benchmark drifts {self.noise * 100:.1f}% between runs; a quieter machine "
-                "(no other jobs, fixed clocks) or more rounds (--bench-max-time) would settle it"
-            )
-        return "re-run to confirm; a longer baseline history narrows the interval"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -318,24 +250,19 @@ def decide(
 
 
 # ----------------------------------------------------------------------------------------------
-# From run dicts (DESIGN.md section 6) to verdicts.
+# From run documents (DESIGN.md section 6) to verdicts.
 
 
-def _positive_rounds(record: Mapping[str, Any]) -> np.ndarray:
-    rounds = np.asarray(record.get("rounds_ms") or [], dtype=float).ravel()
-    return rounds[np.isfinite(rounds) & (rounds > 0)]
+def _log_rounds(record: BenchRecord) -> np.ndarray:
+    return np.log(np.asarray(record.measured_rounds, dtype=float))
 
 
-def _records(runs: list[dict], bench_id: str) -> list[dict]:
-    return [
-        run["benchmarks"][bench_id]
-        for run in runs
-        if isinstance(run.get("benchmarks"), dict) and isinstance(run["benchmarks"].get(bench_id), dict)
-    ]
+def _records(runs: list[RunDocument], bench_id: str) -> list[BenchRecord]:
+    return [run.benchmarks[bench_id] for run in runs if bench_id in run.benchmarks]
 
 
-def _run_summaries(records: list[dict]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rows = [summarise_rounds(np.log(r)) for r in (_positive_rounds(rec) for rec in records) if r.size]
+def _run_summaries(records: list[BenchRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rows = [summarise_rounds(r) for r in (_log_rounds(rec) for rec in records) if r.size]
     return tuple(np.array([[float(row[i]) for row in rows]]) for i in range(3))  # type: ignore[return-value]
 
 
@@ -347,16 +274,18 @@ def severity_of(ratio: float) -> str:
     return "severe"
 
 
-def _canary_centre(runs: list[dict]) -> float | None:
+def _worse(a: str | None, b: str | None) -> str | None:
+    return a if SEVERITY_RANK[a] >= SEVERITY_RANK[b] else b
+
+
+def _canary_centre(runs: list[RunDocument]) -> float | None:
     centres = [
-        float(np.median(c))
-        for c in (np.asarray(run.get("canary_ms") or [], dtype=float) for run in runs)
-        if c.size and np.all(np.isfinite(c)) and np.all(c > 0)
+        float(np.median([c for c in run.canary_ms if c > 0])) for run in runs if any(c > 0 for c in run.canary_ms)
     ]
     return float(np.median(centres)) if centres else None
 
 
-def canary_ratio(candidate_runs: list[dict], baseline_runs: list[dict]) -> float | None:
+def canary_ratio(candidate_runs: list[RunDocument], baseline_runs: list[RunDocument]) -> float | None:
     """Candidate canary / baseline canary (medians of per-run medians); None if either lacks one."""
     cand, base = _canary_centre(candidate_runs), _canary_centre(baseline_runs)
     if cand is None or base is None:
@@ -364,48 +293,39 @@ def canary_ratio(candidate_runs: list[dict], baseline_runs: list[dict]) -> float
     return cand / base
 
 
-def kernel_changes(candidate: list[dict] | None, baseline: list[dict] | None) -> tuple[list[str], list[str]]:
-    """Deterministic kernel figures, matched by (name, arch): (regressions, other changes)."""
-    regressions: list[str] = []
-    changes: list[str] = []
-    base_by_key = {(k.get("name"), k.get("arch")): k for k in (baseline or []) if isinstance(k, dict)}
-    for kernel in candidate or []:
-        if not isinstance(kernel, dict):
-            continue
-        old = base_by_key.get((kernel.get("name"), kernel.get("arch")))
-        if old is None:
-            continue
-        label = f"kernel {kernel.get('name')} ({kernel.get('arch')})"
-
-        def figure(record: dict, key: str) -> float | None:
-            value = record.get(key)
-            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-
-        spill_new, spill_old = figure(kernel, "spill_bytes"), figure(old, "spill_bytes")
-        if spill_new is not None and spill_old is not None and spill_new > spill_old:
-            regressions.append(f"{label}: spills {spill_old:.0f} B -> {spill_new:.0f} B")
-        occ_new, occ_old = figure(kernel, "occupancy"), figure(old, "occupancy")
-        if occ_new is not None and occ_old is not None and occ_new < occ_old - 1e-9:
-            regressions.append(f"{label}: occupancy {occ_old:.2f} -> {occ_new:.2f}")
-        for key, unit in (("registers", ""), ("shared_bytes", " B")):
-            new, previous = figure(kernel, key), figure(old, key)
-            if new is not None and previous is not None and new != previous:
-                changes.append(f"{label}: {key} {previous:.0f}{unit} -> {new:.0f}{unit}")
-    return regressions, changes
+def _latest_with_kernels(runs: list[RunDocument], bench_id: str) -> tuple[list[dict] | None, dict]:
+    """The kernels of the latest run that analysed this benchmark, and that run's machine."""
+    for run in reversed(runs):
+        record = run.benchmarks.get(bench_id)
+        if record is not None and record.kernels:
+            return record.kernels, run.machine
+    return None, {}
 
 
-def _latest_kernels(records: list[dict]) -> list[dict] | None:
-    for record in reversed(records):
-        if record.get("kernels"):
-            return record["kernels"]
+def _compilers_differ(candidate_machine: dict, baseline_machine: dict) -> str | None:
+    old, new = baseline_machine.get("triton"), candidate_machine.get("triton")
+    if old and new and old != new:
+        return f"Triton {old} in the baseline, {new} here"
     return None
 
 
-def _timer(records: list[dict]) -> str | None:
-    return records[-1].get("timer") if records else None
+def settle_hint(history: int, noise: float | None) -> str:
+    """What would settle an INCONCLUSIVE verdict."""
+    if history < MIN_RECOMMENDED_HISTORY:
+        return (
+            f"the baseline has {history} run(s) of this benchmark; record at least "
+            f"{MIN_RECOMMENDED_HISTORY} (run --bench-save=NAME again on this machine) so the "
+            "gate can measure run-to-run drift"
+        )
+    if noise is not None and noise > 0.02:
+        return (
+            f"this benchmark drifts {noise * 100:.1f}% between runs; a quieter machine "
+            "(no other jobs, fixed clocks) or more rounds (--bench-max-time) would settle it"
+        )
+    return "re-run to confirm; a longer baseline history narrows the interval"
 
 
-def baseline_priors(baseline_runs: list[dict], floor: float) -> dict[str, float]:
+def baseline_priors(baseline_runs: list[RunDocument], floor: float) -> dict[str, float]:
     """The suite prior of each benchmark (median drift of the *other* benchmarks, never below
     ``floor``), from the baseline history alone.
 
@@ -415,8 +335,8 @@ def baseline_priors(baseline_runs: list[dict], floor: float) -> dict[str, float]
     """
     ids: list[str] = []
     parts: list[NoiseComponents] = []
-    for bench_id in {i: None for run in baseline_runs for i in (run.get("benchmarks") or {})}:
-        measured = [rec for rec in _records(baseline_runs, bench_id) if _positive_rounds(rec).size]
+    for bench_id in {i: None for run in baseline_runs for i in run.benchmarks}:
+        measured = [rec for rec in _records(baseline_runs, bench_id) if rec.measured_rounds]
         if not measured:
             continue
         centres, within, rounds = _run_summaries(measured)
@@ -430,13 +350,14 @@ def baseline_priors(baseline_runs: list[dict], floor: float) -> dict[str, float]
 
 
 def compare_runs(
-    candidate_runs: list[dict],
-    baseline_runs: list[dict],
+    candidate_runs: list[RunDocument],
+    baseline_runs: list[RunDocument],
     config: GateConfig | None = None,
     *,
     n_compared: int | None = None,
     thresholds: Mapping[str, float] | None = None,
     priors: Mapping[str, float] | None = None,
+    timings: bool = True,
 ) -> dict[str, Verdict]:
     """Verdict per benchmark id, for the candidate run(s) against the baseline history.
 
@@ -444,45 +365,54 @@ def compare_runs(
     number gated here. ``thresholds``: per-benchmark overrides of ``config.threshold`` (the
     ``bench(threshold=...)`` marker). ``priors``: ``baseline_priors(baseline_runs, floor)``
     when the caller judges many tests against one baseline and computes it once.
+    ``timings=False``: the baseline comes from another machine; only the deterministic kernel
+    figures are compared.
     """
     config = config or GateConfig()
     thresholds = thresholds or {}
-    ids: list[str] = []
-    for run in [*candidate_runs, *baseline_runs]:
-        for bench_id in run.get("benchmarks") or {}:
-            if bench_id not in ids:
-                ids.append(bench_id)
+    ids: list[str] = list(dict.fromkeys(i for run in [*candidate_runs, *baseline_runs] for i in run.benchmarks))
+    candidate_machine = candidate_runs[-1].machine if candidate_runs else {}
 
     verdicts: dict[str, Verdict] = {}
-    gated: list[tuple[str, NoiseComponents, list[dict], list[dict], int]] = []
+    gated: list[tuple[str, NoiseComponents, Any, int]] = []
     for bench_id in ids:
         cand, base = _records(candidate_runs, bench_id), _records(baseline_runs, bench_id)
-        kernel_reasons, kernel_notes = kernel_changes(_latest_kernels(cand), _latest_kernels(base))
-        history = sum(1 for rec in base if _positive_rounds(rec).size)
-        common = dict(id=bench_id, reasons=tuple(kernel_reasons), history=history)
+        old_kernels, old_machine = _latest_with_kernels(baseline_runs, bench_id)
+        new_kernels = next((rec.kernels for rec in reversed(cand) if rec.kernels), None)
+        kernels = compare_kernels(
+            new_kernels, old_kernels, compilers_differ=_compilers_differ(candidate_machine, old_machine)
+        )
+        history = sum(1 for rec in base if rec.measured_rounds)
+        common = dict(id=bench_id, reasons=kernels.reasons, history=history)
         if not cand:
             verdicts[bench_id] = Verdict(status="MISSING", notes=("in the baseline, not in this run",), **common)
             continue
-        cand_measured = [rec for rec in cand if _positive_rounds(rec).size]
-        if not base or not history:
+        if not base:
             verdicts[bench_id] = Verdict(status="NEW", notes=("not in the baseline",), **common)
             continue
-        timers = {_timer(cand), _timer(base)}
+        cand_measured = [rec for rec in cand if rec.measured_rounds]
+        timers = {cand[-1].timer, base[-1].timer}
         reason = None
-        if not cand_measured:
+        if not timings:
+            reason = "timings come from another machine: not compared"
+        elif not history:
+            reason = "the baseline has no timed rounds of it"
+        elif not cand_measured:
             reason = "no rounds measured in this run"
         elif "interpreter" in timers:
             reason = "timed in the Triton interpreter: reported, never gated"
         elif len(timers) > 1:
-            reason = f"timers differ ({_timer(base)} in the baseline, {_timer(cand)} now): not comparable"
+            reason = f"timers differ ({base[-1].timer} in the baseline, {cand[-1].timer} now): not comparable"
         if reason is not None:
-            status = "REGRESSED" if kernel_reasons else "NOT_GATED"
             verdicts[bench_id] = Verdict(
-                status=status, severity="mild" if kernel_reasons else None, notes=(reason, *kernel_notes), **common
+                status="REGRESSED" if kernels.regressions else "NOT_GATED",
+                severity=kernels.severity,
+                notes=(reason, *kernels.notes),
+                **common,
             )
             continue
         nc = noise_components(*_run_summaries(base), *_run_summaries(cand_measured))
-        gated.append((bench_id, nc, kernel_reasons, kernel_notes, history))
+        gated.append((bench_id, nc, kernels, history))
 
     if gated:
         m = n_compared if n_compared is not None else len(gated)
@@ -494,16 +424,18 @@ def compare_runs(
         shift = math.log(ratio) if ratio else 0.0
         theta_in = np.array([thresholds.get(g[0], config.threshold) for g in gated], dtype=float)
         dec = decide(nc_all, prior, config, m, shift=shift, thresholds=theta_in)
-        for i, (bench_id, nc, kernel_reasons, kernel_notes, history) in enumerate(gated):
+        for i, (bench_id, nc, kernels, history) in enumerate(gated):
             status = str(dec.status[i])
             r = math.exp(float(dec.diff[i]))
-            notes = list(kernel_notes)
+            notes = list(kernels.notes)
             if history < MIN_RECOMMENDED_HISTORY:
                 notes.append(f"baseline has {history} run(s); drift assumed, not measured")
             if ratio:
                 notes.append(f"normalised by the canary ratio {ratio:.3f}")
-            if kernel_reasons and status != "REGRESSED":
-                status = "REGRESSED"
+            severity = severity_of(r) if status == "REGRESSED" else None
+            if kernels.regressions:
+                status, severity = "REGRESSED", _worse(severity, kernels.severity)
+            noise = float(dec.noise[i])
             verdicts[bench_id] = Verdict(
                 id=bench_id,
                 status=status,
@@ -512,12 +444,13 @@ def compare_runs(
                 ratio=r,
                 ci=(math.exp(float(dec.ci_low[i])), math.exp(float(dec.ci_high[i]))),
                 p_value=float(dec.p_slower[i]),
-                severity=severity_of(r) if status == "REGRESSED" else None,
-                reasons=tuple(kernel_reasons),
+                severity=severity,
+                reasons=kernels.reasons,
                 notes=tuple(notes),
                 threshold=math.expm1(float(dec.theta[i])),
-                noise=float(dec.noise[i]),
+                noise=noise,
                 history=history,
                 alpha_per_test=config.alpha / max(m, 1),
+                hint_text=settle_hint(history, noise) if status == "INCONCLUSIVE" else None,
             )
     return {bench_id: verdicts[bench_id] for bench_id in ids}

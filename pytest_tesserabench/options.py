@@ -7,7 +7,6 @@ usage error that names the option, where it came from and what would be accepted
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -22,55 +21,80 @@ class SettingsError(ValueError):
     """A bad option value; the message names the option, its source and the fix."""
 
 
-def _float(text: str, expected: str) -> float:
+def _float(text: Any, expected: str) -> float:
     try:
-        return float(text)
+        return float(str(text).strip())
     except ValueError:
         raise ValueError(f"must be {expected}") from None
 
 
-def _positive_float(text: str) -> float:
-    value = _float(text, "a positive number")
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError("must be a positive number")
+def _bounded_float(text: Any, low: float, high: float, *, allow_low: bool, unit: str = "") -> float:
+    expected = f"a number {'from' if allow_low else 'above'} {low:g} up to {high:g}{unit}"
+    value = _float(text, expected)
+    if not math.isfinite(value) or value > high or value < low or (value == low and not allow_low):
+        raise ValueError(f"must be {expected}")
     return value
 
 
-def _non_negative_float(text: str) -> float:
-    value = _float(text, "zero or a positive number")
-    if not math.isfinite(value) or value < 0:
-        raise ValueError("must be zero or a positive number")
-    return value
+# Upper bounds say "that is a typo", not "that is slow": an hour per benchmark or a minute of
+# warm-up is far beyond any kernel's need, and 1e9 would spin for decades.
+MAX_TIME_S, MAX_WARMUP_S, MAX_ROUNDS = 3600.0, 60.0, 100_000
 
 
-def _positive_int(text: str) -> int:
+def parse_seconds(text: Any) -> float:
+    """A measurement budget in seconds: (0, 3600]."""
+    return _bounded_float(text, 0.0, MAX_TIME_S, allow_low=False, unit=" seconds")
+
+
+def parse_warmup(text: Any) -> float:
+    """A warm-up time in seconds: [0, 60]."""
+    return _bounded_float(text, 0.0, MAX_WARMUP_S, allow_low=True, unit=" seconds")
+
+
+def parse_count(text: Any) -> int:
     try:
-        value = int(str(text))
+        value = int(str(text).strip())
     except ValueError:
         raise ValueError("must be a whole number") from None
-    if value < 1:
-        raise ValueError("must be at least 1")
+    if not 1 <= value <= MAX_ROUNDS:
+        raise ValueError(f"must be a whole number from 1 to {MAX_ROUNDS}")
     return value
 
 
-def _percent(text: str) -> float:
-    """'5', '5%' or '2.5' -> a fraction (0.05, 0.025)."""
-    value = _float(str(text).strip().rstrip("%"), "a percentage between 0 and 100, like 5 or 5%")
-    if not math.isfinite(value) or value <= 0 or value >= 100:
-        raise ValueError("must be a percentage between 0 and 100, like 5 or 5%")
+def parse_percent(text: Any, *, allow_zero: bool = True, high: float = 1000.0) -> float:
+    """'5', '5%', '2.5' -> a fraction (0.05, 0.025). The one parser of percentages: the plugin's
+    options, markers and the ``tesserabench`` command all read a threshold the same way."""
+    raw = str(text).strip().removesuffix("%")
+    lowest = "0" if allow_zero else "above 0"
+    expected = f"a percentage from {lowest} up to {high:g}, like 5 or 5%"
+    value = _float(raw, expected)
+    if not math.isfinite(value) or value < 0 or value > high or (value == 0 and not allow_zero):
+        raise ValueError(f"must be {expected}")
     return value / 100.0
 
 
-def _fraction(text: str) -> float:
+def parse_target_ci(text: Any) -> float:
+    return parse_percent(text, allow_zero=False, high=100.0)
+
+
+def parse_fraction(text: Any) -> float:
     value = _float(text, "a number strictly between 0 and 1, like 0.01")
     if not 0 < value < 1:
         raise ValueError("must be a number strictly between 0 and 1, like 0.01")
     return value
 
 
-def _baseline_name(text: str) -> str:
-    if not NAME_RE.match(text) or text in (".", ".."):
+MAX_NAME_LENGTH = 100
+
+
+def parse_name(text: Any) -> str:
+    """A baseline name: it becomes a folder name, so plain characters and no paths. The one
+    parser of names (options, the ``tesserabench`` command, baseline files)."""
+    text = str(text)
+    if not NAME_RE.match(text) or set(text) == {"."}:
         raise ValueError("must match [A-Za-z0-9._-]+ (a plain name such as 'main', no paths)")
+    if len(text) > MAX_NAME_LENGTH:
+        raise ValueError(f"is {len(text)} characters long; at most {MAX_NAME_LENGTH}")
     return text
 
 
@@ -80,10 +104,27 @@ def _timer(text: str) -> str:
     return text
 
 
-def _peaks(text: str) -> str:
-    if text not in ("table", "measure"):
-        raise ValueError("must be table (datasheet peaks) or measure (measured once per machine, cached)")
+INTERPRET_MODES = ("auto", "always", "never")
+
+
+def _interpret(text: str) -> str:
+    if text not in INTERPRET_MODES:
+        raise ValueError("must be auto (Triton's interpreter when no GPU driver is present), always or never")
     return text
+
+
+def _peaks(text: Any) -> str | Path:
+    """table, measure, or the path of a JSON file of declared peaks."""
+    text = str(text)
+    if text in ("table", "measure"):
+        return text
+    path = Path(text)
+    if path.suffix == ".json" or path.exists():
+        return path
+    raise ValueError(
+        "must be table (datasheet peaks), measure (measured once per machine, cached) or the path "
+        "of a JSON file of declared peaks (see docs/usage.md)"
+    )
 
 
 def _bool(text: Any) -> bool:
@@ -122,94 +163,63 @@ class Option:
         return self.dest
 
 
+def _option(dest: str, help: str, parse=None, metavar: str | None = None) -> Option:
+    return Option(dest, "--" + dest.replace("_", "-"), help, parse, metavar=metavar)
+
+
 OPTIONS: tuple[Option, ...] = (
-    Option("bench", "--bench", "measure benchmarks (without it, bench(fn) calls fn once)"),
-    Option(
-        "bench_save",
-        "--bench-save",
-        "measure and append this run to baseline NAME for this machine",
-        _baseline_name,
-        metavar="NAME",
-    ),
-    Option(
+    _option("bench", "measure benchmarks (without it, bench(fn) calls fn once)"),
+    _option("bench_save", "measure and append this run to baseline NAME for this machine", parse_name, "NAME"),
+    _option(
         "bench_compare",
-        "--bench-compare",
         "measure and compare with baseline NAME; a significant slowdown fails its test",
-        _baseline_name,
-        metavar="NAME",
+        parse_name,
+        "NAME",
     ),
-    Option(
-        "bench_json", "--bench-json", "write the full results of this run, raw samples included", Path, metavar="PATH"
+    _option("bench_json", "measure and write the full results of this run, raw samples included", Path, "PATH"),
+    _option("bench_dir", "baselines root (default: <rootdir>/baselines)", Path, "DIR"),
+    _option("bench_threshold", "smallest slowdown worth failing for, in percent (default 5)", parse_percent, "PCT"),
+    _option(
+        "bench_max_time", "measurement budget per benchmark in seconds, after warm-up (default 1.0)", parse_seconds, "S"
     ),
-    Option("bench_dir", "--bench-dir", "baselines root (default: <rootdir>/baselines)", Path, metavar="DIR"),
-    Option(
-        "bench_threshold",
-        "--bench-threshold",
-        "smallest slowdown worth failing for, in percent (default 5)",
-        _percent,
-        0.05,
-        "PCT",
-    ),
-    Option(
-        "bench_max_time",
-        "--bench-max-time",
-        "measurement budget per benchmark in seconds, after warm-up (default 1.0)",
-        _positive_float,
-        1.0,
-        "S",
-    ),
-    Option("bench_min_rounds", "--bench-min-rounds", "fewest rounds per benchmark (default 5)", _positive_int, 5, "N"),
-    Option(
-        "bench_warmup",
-        "--bench-warmup",
-        "warm-up time per benchmark in seconds (default 0.1)",
-        _non_negative_float,
-        0.1,
-        "S",
-    ),
-    Option(
+    _option("bench_min_rounds", "fewest rounds per benchmark (default 5)", parse_count, "N"),
+    _option("bench_warmup", "warm-up time per benchmark in seconds (default 0.1)", parse_warmup, "S"),
+    _option(
         "bench_target_ci",
-        "--bench-target-ci",
         "stop once the 95%% interval of the median is within +-PCT (default 1)",
-        _percent,
-        0.01,
+        parse_target_ci,
         "PCT",
     ),
-    Option(
-        "bench_timer",
-        "--bench-timer",
-        "auto (from where the arguments live), cpu, cuda_event or cuda_graph",
-        _timer,
-        "auto",
-        "KIND",
+    _option("bench_timer", "auto (from where the arguments live), cpu, cuda_event or cuda_graph", _timer, "KIND"),
+    _option(
+        "bench_interpret",
+        "run Triton kernels in Triton's CPU interpreter: auto (when no GPU driver is "
+        "present, the default), always or never",
+        _interpret,
+        "MODE",
     ),
-    Option(
+    _option(
         "bench_arch",
-        "--bench-arch",
         "targets for static kernel analysis, e.g. sm_90,sm_80 (default: the live GPU, else sm_90)",
         _arch_list,
-        metavar="LIST",
+        "LIST",
     ),
-    Option(
-        "bench_ir_dump", "--bench-ir-dump", "write every IR level of each analysed kernel here", Path, metavar="DIR"
-    ),
-    Option(
+    _option("bench_ir_dump", "write every IR level of each analysed kernel here", Path, "DIR"),
+    _option(
         "bench_peaks",
-        "--bench-peaks",
-        "roofline peaks: table (datasheet figures, the default) or "
-        "measure (a large bf16 matmul and a device copy, once per machine, cached)",
+        "roofline peaks: table (datasheet figures, the default), measure (a large matmul and "
+        "a device copy, once per machine, cached) or a JSON file of declared peaks",
         _peaks,
-        "table",
         "SOURCE",
     ),
-    Option("bench_ncu", "--bench-ncu", "GPU only: hardware counters via Nsight Compute"),
-    Option("bench_trace", "--bench-trace", "GPU only: write a Chrome trace per benchmark here", Path, metavar="DIR"),
+    _option("bench_ncu", "GPU only: hardware counters via Nsight Compute"),
+    _option("bench_trace", "GPU only: write a Chrome trace per benchmark here", Path, "DIR"),
 )
 # Ini-only keys: settings a project fixes once rather than per run.
 INI_ONLY: tuple[Option, ...] = (
-    Option("bench_history", "", "baseline runs kept per machine (default 10)", _positive_int, 10),
-    Option("bench_alpha", "", "suite-wide false-alarm rate of the gate (default 0.01)", _fraction, 0.01),
-    Option("bench_canary_normalize", "", "divide comparisons by the canary's drift (default false)", _bool, False),
+    Option("bench_history", "", "baseline runs kept per machine (default 10)", parse_count),
+    Option("bench_alpha", "", "suite-wide false-alarm rate of the gate (default 0.01)", parse_fraction),
+    Option("bench_canary_normalize", "", "divide comparisons by the canary's drift (default false)", _bool),
 )
 
 
@@ -226,15 +236,28 @@ class Settings:
     warmup: float = 0.1
     target_ci: float = 0.01
     timer: str = "auto"
+    interpret: str = "auto"
     arch: tuple[str, ...] | None = None
     ir_dump: Path | None = None
-    peaks: str = "table"
+    peaks: str | Path = "table"
     ncu: bool = False
     trace_dir: Path | None = None
     history: int = 10
     alpha: float = 0.01
     canary_normalize: bool = False
     sources: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def mode(self) -> str:
+        """What this run does, in words, for the report header."""
+        if not self.enabled:
+            return "off (--bench to measure)"
+        parts = ["measuring"]
+        if self.compare:
+            parts.append(f"comparing with {self.compare}")
+        if self.save:
+            parts.append(f"saving to {self.save}")
+        return ", ".join(parts)
 
 
 _FIELD = {
@@ -249,6 +272,7 @@ _FIELD = {
     "bench_warmup": "warmup",
     "bench_target_ci": "target_ci",
     "bench_timer": "timer",
+    "bench_interpret": "interpret",
     "bench_arch": "arch",
     "bench_ir_dump": "ir_dump",
     "bench_peaks": "peaks",
@@ -258,6 +282,11 @@ _FIELD = {
     "bench_alpha": "alpha",
     "bench_canary_normalize": "canary_normalize",
 }
+# Options that mean "measure" when typed on the command line. In an ini file they only say what
+# to do when measuring: a project that keeps bench_json in pyproject.toml must not make every
+# plain `pytest` run measure.
+_IMPLY_BENCH = ("save", "compare", "ncu", "trace_dir", "json_path")
+_IMPLY_BENCH_FROM_INI = ("save", "compare")
 
 
 def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings:
@@ -276,28 +305,22 @@ def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings
                 raw, source = ini_raw, f"ini key {opt.ini}"
             elif raw is None:
                 continue
-        if opt.parse is None:
-            try:
-                value = _bool(raw)
-            except ValueError as exc:
-                raise SettingsError(f"{_display(opt, source)}={raw!r} ({source}): {exc}") from None
-        else:
-            try:
-                value = opt.parse(str(raw)) if not isinstance(raw, Path) else opt.parse(raw)
-            except (ValueError, TypeError) as exc:
-                raise SettingsError(f"{_display(opt, source)}={raw!r} ({source}): {exc}") from None
-            if isinstance(value, Path) and not value.is_absolute() and source != "command line":
-                value = rootdir / value
+        parse = opt.parse or _bool
+        try:
+            value = parse(raw) if isinstance(raw, Path) or parse is _bool else parse(str(raw))
+        except (ValueError, TypeError) as exc:
+            raise SettingsError(f"{_display(opt, source)}={raw!r} ({source}): {exc}") from None
+        if isinstance(value, Path) and not value.is_absolute() and source != "command line":
+            value = rootdir / value
         values[_FIELD[opt.dest]] = value
         sources[_FIELD[opt.dest]] = source
     if values.get("bench_dir") is None:
         values["bench_dir"] = rootdir / "baselines"
-    if values.get("save") or values.get("compare"):
-        values["enabled"] = True  # --bench-save and --bench-compare imply --bench
-    if values.get("ncu") or values.get("trace_dir"):
-        values["enabled"] = True
+    for name in _IMPLY_BENCH:
+        if values.get(name) and (sources[name] == "command line" or name in _IMPLY_BENCH_FROM_INI):
+            values["enabled"] = True
     settings = Settings(**values, sources=sources)
-    _check_json_path(settings)
+    _check_outputs(settings)
     return settings
 
 
@@ -305,29 +328,33 @@ def _display(opt: Option, source: str) -> str:
     return opt.flag if source == "command line" and opt.flag else opt.ini
 
 
-def _check_json_path(settings: Settings) -> None:
+def _check_outputs(settings: Settings) -> None:
     """Fail before measuring for minutes, not after, when the results cannot be written."""
-    path = settings.json_path
-    if path is None:
+    from pytest_tesserabench import files
+
+    if not settings.enabled:
         return
-    where = settings.sources.get("json_path", "command line")
-    if path.is_dir():
-        raise SettingsError(f"--bench-json={path} ({where}): is a directory; give a file path like results.json")
-    parent = path.parent if str(path.parent) else Path(".")
-    if not parent.is_dir():
-        raise SettingsError(f"--bench-json={path} ({where}): folder {parent} does not exist; create it first")
-    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
-        raise SettingsError(f"--bench-json={path} ({where}): not writable; choose another path")
+    checks = [("json_path", "--bench-json", settings.json_path, files.check_writable_file)]
+    if settings.save:
+        checks.append(("bench_dir", "--bench-dir", settings.bench_dir / settings.save, files.check_writable_dir))
+    for field_name, flag, path, check in checks:
+        if path is None:
+            continue
+        problem = check(path)
+        if problem:
+            where = settings.sources.get(field_name, "default")
+            what = f"{flag}={path}" if field_name != "bench_dir" else f"baselines folder {path}"
+            raise SettingsError(f"{what} ({where}): {problem}")
 
 
 # Per-test overrides from @pytest.mark.bench(...): name -> parser.
 MARKER_KEYS: dict[str, Callable[[Any], Any]] = {
     "group": str,
-    "max_time": lambda v: _positive_float(str(v)),
-    "min_rounds": lambda v: _positive_int(str(v)),
-    "warmup": lambda v: _non_negative_float(str(v)),
-    "target_ci": lambda v: _percent(str(v)),
-    "threshold": lambda v: _percent(str(v)),
+    "max_time": parse_seconds,
+    "min_rounds": parse_count,
+    "warmup": parse_warmup,
+    "target_ci": parse_target_ci,
+    "threshold": parse_percent,
     "timer": lambda v: _timer(str(v)),
 }
 

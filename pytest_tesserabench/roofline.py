@@ -18,8 +18,10 @@ import os
 import re
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from pytest_tesserabench import files
 
 # Peak keys: one per precision a roofline can be drawn for.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -56,9 +58,15 @@ class Peaks:
     gbps: float
     # Which figures were measured on this machine ("dram" for the bandwidth); the rest are table.
     measured: frozenset[str] = field(default_factory=frozenset)
+    declared: bool = False  # from a --bench-peaks file rather than the datasheet table
+    cache_bytes: int | None = None  # last-level cache, when declared
 
     def source_of(self, key: str) -> str:
-        return "measured" if key in self.measured else "table"
+        return "measured" if key in self.measured else self.origin
+
+    @property
+    def origin(self) -> str:
+        return "declared" if self.declared else "table"
 
     def to_json(self) -> dict:
         return {"name": self.name, "tflops": dict(self.tflops), "gbps": self.gbps, "measured": sorted(self.measured)}
@@ -362,7 +370,81 @@ def measure_peaks(cache_dir: str | os.PathLike, refresh: bool = False) -> Peaks 
             "peaks": peaks.to_json(),
             "measured": datetime.datetime.now(datetime.timezone.utc).isoformat(),
         }
-        temporary = path.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(document, indent=2, sort_keys=True))
-        os.replace(temporary, path)
+        files.write_json(path, document)
     return peaks
+
+
+# ---- declared peaks and the impossibility check --------------------------------------------
+
+# Throughput this far above a theoretical roof is not a fast kernel but a wrong measurement. The
+# margin absorbs boost clocks a little above the datasheet's and rounding in the flops model.
+IMPOSSIBLE_MARGIN = 0.05
+
+
+def load_declared_peaks(path: str | os.PathLike) -> Peaks:
+    """Peaks declared in a JSON file, for devices the table lacks (or a CPU):
+    ``{"name": "...", "tflops": {"fp32": 1.5, "bf16": 3.0}, "gbps": 40.0, "cache_bytes": 33554432}``.
+    ``cache_bytes`` (optional) is the last-level cache: smaller working sets may legitimately
+    beat the memory roof. RooflineError names what is wrong."""
+    try:
+        data = files.read_json(Path(path), "peaks file")
+    except files.FileProblem as exc:
+        raise RooflineError(str(exc)) from None
+    example = 'e.g. {"name": "my-gpu", "tflops": {"bf16": 400}, "gbps": 2000}'
+    if not isinstance(data, dict):
+        raise RooflineError(f"{path}: expected a JSON object, {example}")
+    name, tflops, gbps = data.get("name", Path(path).stem), data.get("tflops", {}), data.get("gbps")
+    if not isinstance(name, str) or not isinstance(tflops, dict):
+        raise RooflineError(f"{path}: 'name' must be a string and 'tflops' an object, {example}")
+    unknown = sorted(set(tflops) - set(PRECISIONS))
+    if unknown:
+        raise RooflineError(
+            f"{path}: unknown precision(s) {', '.join(unknown)} in 'tflops'; known: {', '.join(PRECISIONS)}"
+        )
+    for key, value in [*tflops.items(), ("gbps", gbps), ("cache_bytes", data.get("cache_bytes", 1))]:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 1e12:
+            raise RooflineError(f"{path}: {key} is {value!r}; expected a positive number, {example}")
+    peaks = Peaks(name, {k: float(v) for k, v in tflops.items()}, float(gbps), frozenset(), declared=True)
+    return peaks if "cache_bytes" not in data else replace(peaks, cache_bytes=int(data["cache_bytes"]))
+
+
+def impossible_reason(
+    *, flops: float | None, bytes: float | None, time_ms: float, peaks: Peaks, storage: object, cache_bytes: int | None
+) -> str | None:
+    """Why this throughput cannot be true on a device with these (theoretical) peaks, or None.
+
+    The compute roof is checked whenever flops are given and the precision has a peak. The
+    memory roof only when the working set is at least twice the last-level cache (or the cache
+    size is unknown): a smaller one may be served by the cache, or its writes absorbed by it
+    within the timed window, which legitimately beats DRAM bandwidth.
+    """
+    if not time_ms or time_ms <= 0:
+        return None
+    seconds = time_ms / 1e3
+    limit = 1 + IMPOSSIBLE_MARGIN
+    causes = (
+        "usual causes: the call returns before the work is done (no synchronisation, or work on "
+        "another stream), a lazy or cached result (the work is done once, not per call), or a "
+        "wrong flops=/bytes="
+    )
+    if flops:
+        try:
+            key = peak_key(storage)
+        except RooflineError:
+            key = None
+        peak = peaks.tflops.get(key) if key else None
+        achieved = flops / seconds / 1e12
+        if peak and achieved > peak * limit:
+            return (
+                f"{achieved:.4g} TFLOP/s is {achieved / peak:.1f}x the {key} peak of {peaks.name} "
+                f"({peak:.4g} TFLOP/s, {peaks.origin} figure); {causes}"
+            )
+    if bytes and peaks.gbps:
+        cache = cache_bytes if cache_bytes is not None else peaks.cache_bytes
+        achieved = bytes / seconds / 1e9
+        if (cache is None or bytes >= 2 * cache) and achieved > peaks.gbps * limit:
+            return (
+                f"{achieved:.4g} GB/s is {achieved / peaks.gbps:.1f}x the memory bandwidth of {peaks.name} "
+                f"({peaks.gbps:.4g} GB/s, {peaks.origin} figure); {causes}"
+            )
+    return None

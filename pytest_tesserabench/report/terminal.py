@@ -9,6 +9,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from pytest_tesserabench.results import BenchRecord
 from pytest_tesserabench.units import format_ms
 
 
@@ -16,72 +17,70 @@ def _rate(value: float | None) -> str:
     return "-" if not value else f"{value:.3g}"
 
 
-def row_label(record: dict) -> str:
+def row_label(record: BenchRecord) -> str:
     """What distinguishes a record inside its group: the parameter id and the call's name."""
-    nodeid = record["id"] if record.get("name") is None else record["id"][: -len(record["name"]) - 2]
+    nodeid = record.nodeid
     params = nodeid[nodeid.index("[") + 1 : -1] if nodeid.endswith("]") and "[" in nodeid else ""
-    parts = [p for p in (params, record.get("name")) if p]
+    parts = [p for p in (params, record.name) if p]
     return " · ".join(parts) if parts else nodeid.rsplit("::", 1)[-1]
 
 
-def _test_of(record: dict) -> str:
-    return record["id"] if record.get("name") is None else record["id"][: -len(record["name"]) - 2]
-
-
-def _notes(record: dict) -> str:
-    notes = []
-    if record["timer"] == "interpreter":
-        notes.append("interpreter, not gated")
-    elif record["timer"] != "cpu":
-        notes.append(record["timer"].replace("_", " "))
-    if record["stats"].get("noisy"):
-        notes.append("noisy")
-    roof = record.get("roofline")
+def notes(record: BenchRecord) -> str:
+    out = []
+    if record.timer == "interpreter":
+        out.append("interpreter, not gated")
+    elif record.timer != "cpu":
+        out.append(record.timer.replace("_", " "))
+    if record.stats and record.stats.noisy:
+        out.append("noisy")
+    roof = record.roofline
     if roof and roof.get("efficiency") is not None:
-        notes.append(f"{roof['efficiency']:.0%} of {roof['bound']} roof")
-    for target in record.get("targets", []):
-        if target["checked"]:
-            verdict = "met" if target["met"] else "MISSED"
-            notes.append(f"target {target['at_least']}x vs {target['relative_to']} {verdict}")
-    return ", ".join(notes)
+        out.append(f"{roof['efficiency']:.0%} of {roof['bound']} roof")
+    for target in record.targets:
+        if target.get("checked"):
+            verdict = "met" if target.get("met") else "MISSED"
+            out.append(f"target {target.get('at_least')}x vs {target.get('relative_to')} {verdict}")
+    return ", ".join(out)
 
 
-def relative_speeds(records: list[dict]) -> dict[str, float | None]:
+def relative_speeds(records: list[BenchRecord]) -> dict[str, float | None]:
     """Each record's speed relative to the first measured call of its own test (1.0 for it).
 
     None where the two were timed differently (an interpreted kernel against a torch CPU call):
     such a ratio says nothing about either.
     """
-    first: dict[str, dict] = {}
+    first: dict[str, BenchRecord] = {}
     speeds: dict[str, float | None] = {}
     for record in records:
-        reference = first.setdefault(_test_of(record), record)
-        median = record["stats"]["median_ms"]
-        comparable = reference["timer"] == record["timer"] and median > 0
-        speeds[record["id"]] = reference["stats"]["median_ms"] / median if comparable else None
+        reference = first.setdefault(record.nodeid, record)
+        median, base = record.median_ms, reference.median_ms
+        comparable = reference.timer == record.timer and median and base
+        speeds[record.id] = base / median if comparable else None
     return speeds
 
 
-def render_summary(records: dict[str, dict], *, width: int = 120, color: bool = False, quiet: bool = False) -> str:
-    if not records:
+def render_summary(
+    records: dict[str, BenchRecord], *, width: int = 120, color: bool = False, quiet: bool = False
+) -> str:
+    ordered = [r for r in records.values() if r.stats is not None]
+    if not ordered:
         return ""
-    ordered = list(records.values())
     speeds = relative_speeds(ordered)
     if quiet:
         lines = []
         for record in ordered:
-            s = record["stats"]
-            half = (s["ci95_ms"][1] - s["ci95_ms"][0]) / 2 / s["median_ms"] if s["median_ms"] else 0
-            extra = f"  {record['tflops']:.4g} TFLOP/s" if record.get("tflops") else ""
-            extra += f"  {record['gbps']:.4g} GB/s" if record.get("gbps") else ""
-            lines.append(f"{record['id']}  {format_ms(s['median_ms'])} ±{half:.1%}{extra}")
+            extra = f"  {record.tflops:.4g} TFLOP/s" if record.tflops else ""
+            extra += f"  {record.gbps:.4g} GB/s" if record.gbps else ""
+            note = notes(record)
+            extra += f"  ({note})" if note else ""
+            lines.append(f"{record.id}  {format_ms(record.stats.median_ms)} ±{record.stats.ci_halfwidth:.1%}{extra}")
         return "\n".join(lines) + "\n"
 
-    groups: dict[str, list[dict]] = defaultdict(list)
+    groups: dict[str, list[BenchRecord]] = defaultdict(list)
     for record in ordered:
-        groups[record["group"]].append(record)
-    show_tflops = any(r.get("tflops") for r in ordered)
-    show_gbps = any(r.get("gbps") for r in ordered)
+        groups[record.group].append(record)
+    show_tflops = any(r.tflops for r in ordered)
+    show_gbps = any(r.gbps for r in ordered)
     out = io.StringIO()
     # markup=False: labels and notes are data, never rich style tags.
     console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False, markup=False)
@@ -111,16 +110,84 @@ def render_summary(records: dict[str, dict], *, width: int = 120, color: bool = 
                 ratio=1 if wraps else None,
             )
         for record in members:
-            s = record["stats"]
-            lo, hi = s["ci95_ms"]
-            half = (hi - lo) / 2 / s["median_ms"] if s["median_ms"] else 0.0
-            cells = [row_label(record), format_ms(s["median_ms"]), f"{half:.1%}"]
-            cells += [format_ms(s["min_ms"]), format_ms(s["iqr_ms"])] if wide else []
-            cells += [str(s["rounds"])]
-            cells += [_rate(record.get("tflops"))] if show_tflops else []
-            cells += [_rate(record.get("gbps"))] if show_gbps else []
-            speed = speeds[record["id"]]
-            cells += ["-" if speed is None else f"{speed:.2f}x", _notes(record)]
+            s = record.stats
+            cells = [row_label(record), format_ms(s.median_ms), f"{s.ci_halfwidth:.1%}"]
+            cells += [format_ms(s.min_ms), format_ms(s.iqr_ms)] if wide else []
+            cells += [str(s.rounds)]
+            cells += [_rate(record.tflops)] if show_tflops else []
+            cells += [_rate(record.gbps)] if show_gbps else []
+            speed = speeds[record.id]
+            cells += ["-" if speed is None else f"{speed:.2f}x", notes(record)]
             table.add_row(*cells)
         console.print(table)
     return out.getvalue()
+
+
+def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
+    from pytest_tesserabench.inspect import format_kernel_lines
+
+    lines = []
+    for record_id, record in records.items():
+        if record.kernels:
+            lines.append(record_id)
+            lines.extend(f"  {line}" for line in format_kernel_lines(record.kernels))
+    return lines
+
+
+def header_lines(state, interpret_switch) -> list[str]:
+    """The report header: what this run does, on which device, against what."""
+    from pytest_tesserabench import interpret
+
+    settings = state.settings
+    interpreting = interpret.interpreting()
+    why = ""
+    if interpret_switch is not None and interpret_switch.changed:
+        why = f" (--bench-interpret={settings.interpret}" + (": no GPU driver found)" if interpreting else ")")
+    triton = f"; Triton kernels in the interpreter{why}" if interpreting else ""
+    if not settings.enabled:
+        return [f"tesserabench: {settings.mode}{triton}"]
+    info = state.context.machine_info
+    device = f"{info.get('device')} ({info.get('arch')})"
+    lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{triton}"]
+    if state.comparison is not None:
+        lines.append(f"tesserabench: baseline {state.comparison.describe()}")
+    archs = settings.arch
+    if archs is None:
+        archs = ("the live GPU's arch",) if info.get("gpu_count") else ("sm_90",)
+    lines.append(f"tesserabench: static kernel analysis for {', '.join(archs)}")
+    return lines
+
+
+def write_summary(terminalreporter, state, *, verbosity: int) -> None:
+    """The whole tesserabench section of the terminal summary."""
+    width = terminalreporter.config.get_terminal_writer().fullwidth
+    terminalreporter.write_sep("=", "tesserabench")
+    terminalreporter.write(
+        render_summary(state.records, width=width, color=terminalreporter.hasmarkup, quiet=verbosity < 0)
+    )
+    kernel_lines = _kernel_lines(state.records)
+    if kernel_lines and verbosity >= 0:
+        terminalreporter.write_sep("-", "static kernel analysis")
+        for line in kernel_lines:
+            terminalreporter.write_line(line)
+    comparison = state.comparison
+    if comparison is None:
+        return
+    from pytest_tesserabench.gate import canary_ratio
+    from pytest_tesserabench.report.comparison_table import render_comparison, software_differences
+
+    terminalreporter.write_sep("-", f"compared with baseline {comparison.describe()}")
+    terminalreporter.write(
+        render_comparison(
+            state.all_verdicts(),
+            version_diffs=software_differences(state.context.machine_info, comparison.baseline.latest_machine),
+            canary_ratio=canary_ratio([state.document()], comparison.runs) if comparison.same_machine else None,
+            width=width,
+            color=terminalreporter.hasmarkup,
+        )
+    )
+    not_run = comparison.not_run(state.ran)
+    if not_run:
+        terminalreporter.write_line(
+            f"{not_run} baseline benchmark(s) belong to tests that did not run in this session (deselected or removed)"
+        )

@@ -7,12 +7,17 @@ from pytest_tesserabench.baseline import save_run
 from pytest_tesserabench.canary import measure_canary
 from pytest_tesserabench.cli import main
 from pytest_tesserabench.gate import compare_runs
-from pytest_tesserabench.report.comparison import render_comparison, software_differences
+from pytest_tesserabench.report.comparison_table import render_comparison, software_differences
+from pytest_tesserabench.results import RunDocument
 
 KEY = "cpu-x86-64-test"
 
 
 def make_run(rng, scale=1.0, torch="2.13.0"):
+    return RunDocument.from_json(run_dict(rng, scale, torch))
+
+
+def run_dict(rng, scale=1.0, torch="2.13.0"):
     shift = rng.normal(0, 0.003)
     return {
         "schema": 1,
@@ -33,8 +38,8 @@ def files(tmp_path):
     for _ in range(3):
         baseline = save_run(tmp_path / "baselines", "main", KEY, make_run(rng))
     same, slower = tmp_path / "same.json", tmp_path / "slower.json"
-    same.write_text(json.dumps(make_run(rng)))
-    slower.write_text(json.dumps(make_run(rng, scale=1.3, torch="2.11.0")))
+    same.write_text(json.dumps(run_dict(rng)))
+    slower.write_text(json.dumps(run_dict(rng, scale=1.3, torch="2.11.0")))
     return baseline, same, slower
 
 
@@ -56,6 +61,8 @@ def test_compare_slower_exits_one_and_names_it(files, capsys):
 def test_compare_threshold_option(files):
     baseline, _, slower = files
     assert main(["compare", str(baseline), str(slower), "--threshold", "50"]) == 0
+    # One parser for percentages: 0 (fail on any significant slowdown) is accepted by both.
+    assert main(["compare", str(baseline), str(slower), "--threshold", "0%"]) == 1
 
 
 @pytest.mark.parametrize(
@@ -64,6 +71,7 @@ def test_compare_threshold_option(files):
         ["compare", "x"],
         ["compare", "a", "b", "--alpha", "2"],
         ["compare", "a", "b", "--threshold", "abc"],
+        ["compare", "a", "b", "--threshold", "-1"],
         ["frobnicate"],
         [],
     ],
@@ -92,7 +100,7 @@ def test_show_missing_and_bad_names(tmp_path, capsys):
     assert "--bench-save=nope" in capsys.readouterr().err
     assert main(["show", "main", "--dir", str(tmp_path), "--machine", "other"]) == 2
     assert main(["show", "..", "--dir", str(tmp_path)]) == 2
-    assert "letters, digits" in capsys.readouterr().err
+    assert "baseline name '..' must match" in capsys.readouterr().err
 
 
 def test_inspect_is_delegated(capsys):

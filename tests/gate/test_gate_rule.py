@@ -5,9 +5,22 @@ import math
 import numpy as np
 import pytest
 
-from pytest_tesserabench.gate import GateConfig, Verdict, canary_ratio, compare_runs, format_ms, kernel_changes
+from pytest_tesserabench import gate
+from pytest_tesserabench.gate import GateConfig, canary_ratio
+from pytest_tesserabench.kernel_gate import compare_kernels
+from pytest_tesserabench.results import RunDocument, Verdict
+from pytest_tesserabench.units import format_ms
 
 IDS = ("t.py::test_a", "t.py::test_b", "t.py::test_c", "t.py::test_d")
+
+
+def docs(runs):
+    """Hand-made run dicts as the typed documents the gate reads (validated on the way)."""
+    return [RunDocument.from_json(run) if isinstance(run, dict) else run for run in runs]
+
+
+def compare_runs(candidate, baseline, *args, **kwargs):
+    return gate.compare_runs(docs(candidate), docs(baseline), *args, **kwargs)
 
 
 def make_runs(n, rng, scale=None, drift=0.005, within=0.01, timer="cpu", canary=2.0, kernels=None):
@@ -76,9 +89,10 @@ def test_large_change_on_a_noisy_benchmark_is_inconclusive_with_a_hint(rng):
 
 
 def test_short_history_hint_says_record_more_runs():
-    verdict = Verdict(id="x", status="INCONCLUSIVE", history=1, ratio=1.2, noise=0.01, threshold=0.05)
-    assert "--bench-save" in verdict.hint() and "at least 3" in verdict.hint()
-    assert Verdict(id="x", status="UNCHANGED").hint() is None
+    hint = gate.settle_hint(history=1, noise=0.01)
+    assert "--bench-save" in hint and "at least 3" in hint
+    assert Verdict(id="x", status="UNCHANGED", hint_text="ignored").hint() is None
+    assert Verdict(id="x", status="INCONCLUSIVE", hint_text=hint).hint() == hint
 
 
 def test_per_benchmark_threshold_override(rng):
@@ -100,7 +114,7 @@ def test_new_missing_failed_and_interpreter_records_never_crash(rng):
     cand[0]["benchmarks"]["t.py::test_new"] = {"timer": "cpu", "rounds_ms": [1.0]}
     cand[0]["benchmarks"][IDS[1]] = {"timer": "cpu"}  # the test failed
     cand[0]["benchmarks"][IDS[2]]["timer"] = "interpreter"
-    cand[0]["benchmarks"][IDS[3]]["rounds_ms"] = [0.0, -1.0, float("nan")]
+    cand[0]["benchmarks"][IDS[3]]["rounds_ms"] = [0.0]  # a CUDA-graph round that measured nothing
     verdicts = compare_runs(cand, base)
     assert {k: v.status for k, v in verdicts.items()} == {
         IDS[0]: "MISSING",
@@ -132,7 +146,7 @@ def test_kernel_figures_regress_without_statistics(rng):
         make_runs(1, rng, kernels=new, timer="interpreter"), make_runs(3, rng, kernels=old, timer="interpreter")
     )
     first = verdicts[IDS[0]]
-    assert first.status == "REGRESSED"
+    assert first.status == "REGRESSED" and first.severity == "moderate"
     assert first.reasons == ("kernel k (sm_90): spills 0 B -> 128 B", "kernel k (sm_90): occupancy 0.50 -> 0.25")
     assert "registers 96 -> 255" in " ".join(first.notes)
     assert "spills 0 B -> 128 B" in first.line()
@@ -140,17 +154,19 @@ def test_kernel_figures_regress_without_statistics(rng):
 
 
 def test_kernel_changes_ignores_missing_figures():
-    assert kernel_changes(
+    found = compare_kernels(
         [{"name": "k", "arch": "sm_90", "spill_bytes": None}], [{"name": "k", "arch": "sm_90", "spill_bytes": 0}]
-    ) == ([], [])
-    assert kernel_changes(None, None) == ([], [])
+    )
+    assert (found.regressions, found.notes) == ([], [])
+    found = compare_kernels(None, None)
+    assert (found.regressions, found.notes) == ([], [])
 
 
 def test_canary_ratio_and_normalisation(rng):
     base = make_runs(3, rng, canary=2.0)
     slow_machine = make_runs(1, rng, scale={i: 1.2 for i in IDS}, canary=2.4)
-    assert canary_ratio(slow_machine, base) == pytest.approx(1.2)
-    assert canary_ratio([{"benchmarks": {}}], base) is None
+    assert canary_ratio(docs(slow_machine), docs(base)) == pytest.approx(1.2)
+    assert canary_ratio(docs([{"benchmarks": {}}]), docs(base)) is None
     plain = compare_runs(slow_machine, base)
     assert {v.status for v in plain.values()} == {"REGRESSED"}
     normalised = compare_runs(slow_machine, base, GateConfig(normalize_by_canary=True))
@@ -204,7 +220,7 @@ def test_precomputed_priors_give_the_same_verdicts(rng):
 
     base = make_runs(4, rng, drift=0.01)
     cand = make_runs(1, rng, scale={IDS[2]: 1.08})
-    priors = baseline_priors(base, GateConfig().between_run_floor)
+    priors = baseline_priors(docs(base), GateConfig().between_run_floor)
     assert set(priors) == set(IDS)
     fresh, cached = compare_runs(cand, base), compare_runs(cand, base, priors=priors)
     assert {i: (v.status, v.p_value) for i, v in fresh.items()} == {i: (v.status, v.p_value) for i, v in cached.items()}

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+from pytest_tesserabench import machine
+
 
 def test_without_bench_calls_once_and_returns(pytester):
     pytester.makepyfile("""
@@ -180,13 +182,18 @@ def test_require_names_a_missing_call(pytester, fast):
     result.stdout.fnmatch_lines(["*no measured call named 'torch'*"])
 
 
-def test_forcing_a_cuda_timer_without_cuda_tensors_is_explained(pytester, fast):
+@pytest.mark.skipif(machine.cuda_capability() is not None, reason="needs a machine without a CUDA GPU")
+def test_forcing_a_cuda_timer_without_a_gpu_is_one_usage_error(pytester, fast):
     pytester.makepyfile("""
         def test_a(bench):
             bench(sum, [1])
+        def test_b(bench):
+            bench(sum, [2])
     """)
     result = pytester.runpytest("--bench", "--bench-timer=cuda_event", *fast)
-    result.stdout.fnmatch_lines(["*timer cuda_event needs CUDA tensors*--bench-timer=auto or cpu*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --bench-timer=cuda_event: no CUDA GPU is usable here*--bench-timer=auto*"])
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
 
 
 def test_bench_trace_writes_a_chrome_trace_per_benchmark(pytester, fast, tmp_path):

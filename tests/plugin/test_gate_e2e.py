@@ -115,7 +115,22 @@ def test_a_foreign_machine_key_is_refused(project):
     assert path.read_text() == original
 
 
+def test_an_unknown_baseline_name_is_a_usage_error_listing_the_recorded_ones(project, monkeypatch):
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--bench-compare=main: no baseline 'main' (recorded: none yet under *baselines)*"])
+    save_three(project, monkeypatch)
+    result = project.runpytest("--bench-compare=mian", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no baseline 'mian' (recorded: main); record one with `pytest --bench-save=mian`*"])
+    # Comparing with the name being saved for the first time is how a history starts: allowed.
+    project.runpytest("--bench-compare=first", "--bench-save=first", *ARGS).assert_outcomes(passed=3)
+
+
 def test_no_baseline_for_this_machine_is_a_warning_not_a_failure(project):
+    other = project.path / "baselines" / "main" / "nvidia-h100-80gb-hbm3-sm90.json"
+    other.parent.mkdir(parents=True)
+    other.write_text(json.dumps({"schema": 1, "name": "main", "machine_key": other.stem, "runs": []}))
     result = project.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([f"*no baseline for this machine ({machine.machine_key()})*--bench-save=main*"])

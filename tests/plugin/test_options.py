@@ -41,7 +41,13 @@ def test_relative_ini_paths_are_relative_to_rootdir():
     "cli, culprit",
     [
         ({"bench_threshold": "abc"}, "--bench-threshold='abc' (command line)"),
-        ({"bench_threshold": "0"}, "--bench-threshold='0'"),
+        ({"bench_threshold": "-1"}, "--bench-threshold='-1'"),
+        ({"bench_threshold": "1001"}, "--bench-threshold='1001'"),
+        ({"bench_target_ci": "0"}, "--bench-target-ci='0'"),
+        ({"bench_warmup": "1e9"}, "--bench-warmup='1e9'"),
+        ({"bench_max_time": "1e9"}, "--bench-max-time='1e9'"),
+        ({"bench_save": "x" * 101}, "at most 100"),
+        ({"bench_interpret": "sometimes"}, "--bench-interpret='sometimes'"),
         ({"bench_max_time": "0"}, "--bench-max-time='0'"),
         ({"bench_max_time": "-1"}, "--bench-max-time='-1'"),
         ({"bench_min_rounds": "0"}, "--bench-min-rounds='0'"),
@@ -84,7 +90,7 @@ def test_usage_error_through_pytest(pytester):
     pytester.makepyfile("def test_a(): pass")
     result = pytester.runpytest("--bench-max-time=soon")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--bench-max-time='soon' (command line)*positive number*"])
+    result.stderr.fnmatch_lines(["*--bench-max-time='soon' (command line): must be a number above 0 up to 3600*"])
 
 
 def test_ini_keys_work_through_pytest(pytester, fast):
@@ -92,7 +98,7 @@ def test_ini_keys_work_through_pytest(pytester, fast):
     pytester.makepyfile("""
         def test_a(bench):
             bench(sum, [1, 2])
-            assert bench.records[None]["stats"]["rounds"] >= 4
+            assert bench.records[None].stats.rounds >= 4
     """)
     pytester.runpytest().assert_outcomes(passed=1)
 

@@ -9,13 +9,14 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from pytest_tesserabench.gate import Verdict
+from pytest_tesserabench.results import STATUSES, Verdict
 from pytest_tesserabench.units import format_ms
 
 # What differs between two runs without changing the machine key (DESIGN.md section 6).
 SOFTWARE_KEYS = ("driver", "cuda", "torch", "triton", "python", "numpy")
 _STYLE = {
     "REGRESSED": "bold red",
+    "IMPOSSIBLE": "bold red",
     "INCONCLUSIVE": "yellow",
     "IMPROVED": "green",
     "NEW": "cyan",
@@ -23,10 +24,7 @@ _STYLE = {
     "NOT_GATED": "dim",
 }
 # Worst first, so a long table starts with what needs attention.
-_ORDER = {
-    status: i
-    for i, status in enumerate(("REGRESSED", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED"))
-}
+_ORDER = {status: i for i, status in enumerate(STATUSES)}
 
 
 def software_differences(candidate_machine: Mapping | None, baseline_machine: Mapping | None) -> list[str]:
@@ -42,9 +40,8 @@ def software_differences(candidate_machine: Mapping | None, baseline_machine: Ma
 
 def _verdict_text(verdict: Verdict) -> str:
     text = verdict.status if verdict.severity is None else f"{verdict.status} ({verdict.severity})"
-    details = list(verdict.reasons)
-    if verdict.status in ("NOT_GATED", "INCONCLUSIVE") and verdict.notes:
-        details.append(verdict.notes[0])
+    # Reasons first (why it failed), then notes: kernel changes, a short history, why not gated.
+    details = [*verdict.reasons, *verdict.notes]
     return text + ("\n" + "\n".join(details) if details else "")
 
 

@@ -1,0 +1,128 @@
+"""This session's comparison with baseline NAME (``--bench-compare``): which file, the gate's
+settings and priors, m of alpha/m, and the verdicts it gives.
+
+Timings are compared only with a baseline recorded on this machine. When there is none but the
+baseline was recorded on other machines (say a GPU runner), the deterministic kernel figures are
+compared per architecture against the newest of them: record on a GPU, gate anywhere.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+from pytest_tesserabench import baseline as baselines
+from pytest_tesserabench.options import Settings
+from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
+
+
+class BaselineComparison:
+    def __init__(self, baseline: baselines.Baseline, *, same_machine: bool, settings: Settings):
+        self.baseline = baseline
+        self.same_machine = same_machine
+        self.settings = settings
+        self.n_compared = 0  # m in alpha/m: baseline benchmarks among this session's tests
+
+    # -- opening ---------------------------------------------------------------------------------
+    @classmethod
+    def open(cls, settings: Settings, machine_key: str) -> tuple[BaselineComparison | None, str | None]:
+        """The comparison for ``--bench-compare`` (None when there is nothing to compare with) and a
+        warning to show. BaselineError for a bad file or a name that does not exist."""
+        name, root = settings.compare, settings.bench_dir
+        known = baselines.baseline_names(root)
+        if name not in known and settings.save != name:  # saving NAME for the first time is fine
+            listed = ", ".join(known) if known else f"none yet under {root}"
+            raise baselines.BaselineError(
+                f"--bench-compare={name}: no baseline {name!r} (recorded: {listed}); record one with "
+                f"`pytest --bench-save={name}`, or pick a recorded name"
+            )
+        path = baselines.baseline_path(root, name, machine_key)
+        own = baselines.load_baseline(path, machine_key=machine_key)
+        if own is not None and own.runs:
+            return cls(own, same_machine=True, settings=settings), None
+        if own is not None:
+            return None, f"--bench-compare={name}: {path} has no runs yet; nothing is gated"
+        others = [baselines.load_baseline(p, machine_key=None) for p in baselines.machine_files(root, name)]
+        with_kernels = [b for b in others if b and any(r.kernels for run in b.runs for r in run.benchmarks.values())]
+        if with_kernels:
+            newest = max(with_kernels, key=lambda b: b.runs[-1].started or "")
+            device = newest.latest_machine.get("device", newest.machine_key)
+            return cls(newest, same_machine=False, settings=settings), (
+                f"--bench-compare={name}: no baseline for this machine ({machine_key}); gating the static kernel "
+                f"figures against {newest.path} (recorded on {device}); timings are not compared across machines"
+            )
+        return None, (
+            f"--bench-compare={name}: no baseline for this machine ({machine_key}) at {path}; nothing is gated. "
+            f"Record one with `pytest --bench-save={name}` on this machine (three runs make a useful history)"
+        )
+
+    # -- the rule's inputs -------------------------------------------------------------------------
+    @property
+    def runs(self) -> list[RunDocument]:
+        return self.baseline.runs
+
+    @property
+    def path(self) -> Path | None:
+        return self.baseline.path
+
+    def describe(self) -> str:
+        what = "timings and kernel figures" if self.same_machine else "kernel figures only (another machine)"
+        return f"{self.settings.compare} ({self.path}, {len(self.runs)} run(s); {what})"
+
+    @functools.cached_property
+    def config(self):
+        from pytest_tesserabench import gate
+
+        return gate.GateConfig(
+            alpha=self.settings.alpha,
+            threshold=self.settings.threshold,
+            normalize_by_canary=self.settings.canary_normalize,
+        )
+
+    @functools.cached_property
+    def priors(self) -> dict[str, float]:
+        """The gate's per-benchmark drift priors: a function of the baseline alone, so computed
+        once per session rather than once per test."""
+        from pytest_tesserabench import gate
+
+        return gate.baseline_priors(self.runs, self.config.between_run_floor)
+
+    @functools.cached_property
+    def tests(self) -> dict[str, str]:
+        """Record id -> the node id of its test, for every benchmark of the baseline."""
+        return {i: r.nodeid for run in self.runs for i, r in run.benchmarks.items()}
+
+    def count(self, nodeids: list[str]) -> None:
+        """m of the alpha/m correction: the baseline's benchmarks whose tests this session runs."""
+        selected = set(nodeids)
+        self.n_compared = sum(1 for test in self.tests.values() if test in selected)
+
+    # -- verdicts ----------------------------------------------------------------------------------
+    def judge(self, candidate: RunDocument, thresholds: dict[str, float]) -> dict[str, Verdict]:
+        """Verdicts for one test's records (the candidate run) against the baseline."""
+        from pytest_tesserabench import gate
+
+        verdicts = gate.compare_runs(
+            [candidate],
+            self.runs,
+            self.config,
+            n_compared=max(self.n_compared, len(candidate.benchmarks)),
+            thresholds=thresholds,
+            priors=self.priors,
+            timings=self.same_machine,
+        )
+        return {i: v for i, v in verdicts.items() if i in candidate.benchmarks}
+
+    def missing(self, records: dict[str, BenchRecord], ran: set[str]) -> dict[str, Verdict]:
+        """MISSING verdicts: baseline benchmarks whose test ran without measuring them."""
+        return {
+            record_id: Verdict(
+                id=record_id, status="MISSING", notes=("in the baseline; its test ran without measuring it",)
+            )
+            for record_id, test in self.tests.items()
+            if record_id not in records and test in ran
+        }
+
+    def not_run(self, ran: set[str]) -> int:
+        """Baseline benchmarks whose tests did not run at all (deselected, or deleted)."""
+        return sum(1 for test in self.tests.values() if test not in ran)

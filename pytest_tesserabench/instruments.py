@@ -1,0 +1,180 @@
+"""What a measurement uses besides its timer: the device lock, kernel capture, telemetry, static
+analysis and the roofline. The session owns one ``Instruments``; ``Bench`` uses it.
+
+Each part is reached lazily, so a session that measures nothing imports nothing heavy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_tesserabench.options import Settings
+from pytest_tesserabench.results import GPU_TIMERS
+
+# One lock for the whole machine: a CPU benchmark on one worker disturbs a GPU one on another
+# (launch latency, memory bandwidth), so measured sections never overlap. It is created
+# world-writable so that several users of one machine share it.
+LOCK_NAME = "tesserabench-measure.lock"
+
+
+@dataclass
+class TelemetryScope:
+    calls: int = 0
+    result: dict | None = None
+
+
+class Instruments:
+    def __init__(self, settings: Settings, *, cache_dir: Path | None, machine_info: Callable[[], dict]):
+        self.settings = settings
+        self.cache_dir = cache_dir
+        self._machine_info = machine_info
+        self._lock_path = Path(tempfile.gettempdir()) / LOCK_NAME
+        self._peaks_resolved = False
+        self._peaks: Any = None  # what efficiency is measured against (table, measured or declared)
+        self._roof: Any = None  # what is physically possible (table or declared, never measured)
+
+    # -- the lock ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def device_lock(self):
+        from filelock import FileLock
+
+        try:
+            lock = FileLock(str(self._lock_path), mode=0o666)
+            lock.acquire()
+        except PermissionError:
+            # Another user's lock file that this user may not open: fall back to a per-user lock
+            # rather than fail every benchmark.
+            shared = self._lock_path
+            self._lock_path = shared.with_name(f"{shared.stem}-{os.getuid()}{shared.suffix}")
+            warnings.warn(
+                f"tesserabench: the shared measurement lock {shared} is not writable by this user; measuring "
+                f"under {self._lock_path} instead, so another user's benchmarks may overlap with these "
+                f"(make the file writable for all: chmod 666 {shared})",
+                stacklevel=3,
+            )
+            lock = FileLock(str(self._lock_path), mode=0o666)
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    # -- kernels -------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def capture_kernels(self):
+        """Record the Triton kernels launched inside the block (empty if triton is not in use)."""
+        if "triton" not in sys.modules:
+            yield []
+            return
+        from pytest_tesserabench.inspect import capture_launches
+
+        with capture_launches() as launches:
+            yield launches
+
+    def analyse_kernels(self, launches: list, *, record_id: str) -> list[dict]:
+        """Static analysis of the captured kernels for each target arch; never fails a benchmark."""
+        if not launches:
+            return []
+        from pytest_tesserabench.inspect import analyse_launches, default_archs
+
+        cache = self.cache_dir / "inspect" if self.cache_dir else None
+        try:
+            return analyse_launches(
+                launches, archs=self.settings.arch or default_archs(), cache_dir=cache, dump_dir=self.settings.ir_dump
+            )
+        except Exception as exc:  # analysis is a report, not a precondition for measuring
+            warnings.warn(f"static kernel analysis failed for {record_id}: {type(exc).__name__}: {exc}", stacklevel=1)
+            return []
+
+    def ncu_counters(self, nodeid: str, *, rootdir: Path, cwd: Path) -> dict:
+        """Hardware counters of a test's kernels: the test re-run alone under Nsight Compute."""
+        from pytest_tesserabench import profiling
+
+        return profiling.run_ncu(nodeid, ["--bench", f"--rootdir={rootdir}"], cwd=cwd)
+
+    # -- telemetry -----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def telemetry(self, timer):
+        scope = TelemetryScope()
+        if getattr(timer, "name", "") not in GPU_TIMERS:
+            yield scope
+            return
+        from pytest_tesserabench.telemetry import Telemetry
+
+        probe = Telemetry()
+        probe.start(getattr(timer.device, "index", None) or 0)
+        try:
+            yield scope
+        finally:
+            scope.result = probe.stop(scope.calls)
+            if scope.result and scope.result.get("warning"):
+                warnings.warn(scope.result["warning"], stacklevel=1)
+
+    # -- the roofline --------------------------------------------------------------------------
+    def check_peaks(self) -> None:
+        """Load a declared peaks file now (RooflineError names its problem) rather than mid-run."""
+        if isinstance(self.settings.peaks, Path):
+            self._resolve_peaks()
+
+    def _resolve_peaks(self) -> None:
+        if self._peaks_resolved:
+            return
+        from pytest_tesserabench import roofline
+
+        source = self.settings.peaks
+        if isinstance(source, Path):
+            self._peaks = self._roof = roofline.load_declared_peaks(source)
+        else:
+            self._roof = roofline.peaks_for(self._machine_info())
+            self._peaks = self._roof
+            if source == "measure" and self.cache_dir is not None:
+                with self.device_lock():
+                    self._peaks = roofline.measure_peaks(self.cache_dir) or self._roof
+        self._peaks_resolved = True
+
+    def _applies(self, timer: str) -> bool:
+        """Datasheet peaks describe GPUs; declared ones whatever device ran (never the interpreter,
+        whose speed says nothing about a device)."""
+        if timer == "interpreter":
+            return False
+        return timer in GPU_TIMERS or isinstance(self.settings.peaks, Path)
+
+    def roofline(self, *, timer: str, flops, nbytes, median_ms: float, storage: str | None) -> dict | None:
+        """The record's roofline block, where this machine's peaks are known."""
+        if not self._applies(timer) or not (flops or nbytes):
+            return None
+        from pytest_tesserabench import roofline
+
+        self._resolve_peaks()
+        if self._peaks is None:
+            return None
+        try:
+            return roofline.roofline(flops, nbytes, median_ms, self._peaks, storage=storage or "fp32")
+        except roofline.RooflineError:  # e.g. no fp8 peak on this device: no roofline, no failure
+            return None
+
+    def impossible(self, *, timer: str, flops, nbytes, median_ms: float | None, storage: str | None) -> str | None:
+        """Why a measurement cannot be true on this device (faster than its roofline), or None."""
+        if not median_ms or not self._applies(timer) or not (flops or nbytes):
+            return None
+        from pytest_tesserabench import roofline
+
+        self._resolve_peaks()
+        if self._roof is None:
+            return None
+        return roofline.impossible_reason(
+            flops=flops,
+            bytes=nbytes,
+            time_ms=median_ms,
+            peaks=self._roof,
+            storage=storage or "fp32",
+            cache_bytes=self._roof.cache_bytes if self._roof.declared else self._machine_info().get("l2_bytes"),
+        )

@@ -1,0 +1,140 @@
+"""Triton kernels on a machine without a GPU: the interpreter, switched on before tests import them.
+
+``@triton.jit`` reads ``TRITON_INTERPRET`` when a kernel is decorated, so the switch must be set
+before test modules (or the conftest files that import kernels) are imported: the plugin does it
+in ``pytest_load_initial_conftests``, the first hook a plugin gets. ``--bench-interpret``:
+
+* ``auto`` (default): interpret when no GPU driver is present (``machine.gpu_plausibly_present``,
+  which imports nothing); a ``TRITON_INTERPRET`` the user set wins;
+* ``always`` / ``never``: set it to 1 / 0 whatever the environment says.
+
+Autotuned kernels: timing configs in the interpreter measures the CPU, not a GPU, costs every
+config's interpreted run many times over, and picks a different config from run to run (so the
+static figures of "the kernel that ran" change with the machine's load). While interpreting, the
+autotuner therefore takes the first config left after the kernel's own ``prune_configs_by``,
+without timing anything. The patch is installed when Triton's autotuner module is imported (an
+import hook, so a session that never imports Triton pays nothing) and acts only while the
+interpreter is on; on a GPU, autotuning is untouched.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+from dataclasses import dataclass
+
+ENV = "TRITON_INTERPRET"
+_AUTOTUNER = "triton.runtime.autotuner"
+
+
+def wanted(mode: str, environ: dict | None = None) -> bool | None:
+    """Whether to interpret (True/False), or None to leave the environment as it is."""
+    from pytest_tesserabench import machine
+
+    environ = os.environ if environ is None else environ
+    if mode == "always":
+        return True
+    if mode == "never":
+        return False
+    if environ.get(ENV) is not None:  # the user's own setting wins over auto
+        return None
+    return not machine.gpu_plausibly_present()
+
+
+def interpreting(environ: dict | None = None) -> bool:
+    environ = os.environ if environ is None else environ
+    return environ.get(ENV, "0").strip().lower() in ("1", "true", "on", "yes")
+
+
+@dataclass
+class Switch:
+    """What ``switch_on`` changed, so ``restore`` can undo it at the end of the session."""
+
+    previous: str | None
+    changed: bool
+    finder: _PatchOnImport | None = None
+
+
+def apply(mode: str) -> Switch:
+    """Set ``TRITON_INTERPRET`` for ``mode`` and arm the autotuner patch."""
+    decision = wanted(mode)
+    switch = Switch(previous=os.environ.get(ENV), changed=decision is not None)
+    if decision is not None:
+        os.environ[ENV] = "1" if decision else "0"
+    switch.finder = _PatchOnImport.install()
+    return switch
+
+
+def restore(switch: Switch) -> None:
+    if switch.changed:
+        if switch.previous is None:
+            os.environ.pop(ENV, None)
+        else:
+            os.environ[ENV] = switch.previous
+    if switch.finder is not None:
+        switch.finder.uninstall()
+
+
+# -- the autotuner -----------------------------------------------------------------------------
+def _deterministic_bench(original):
+    def _bench(tuner, *args, config, **meta):
+        if not interpreting():
+            return original(tuner, *args, config=config, **meta)
+        # A "timing" that orders configs as the kernel lists them: min() picks the first.
+        position = float(tuner.configs.index(config)) if config in tuner.configs else float(len(tuner.configs))
+        return [position, position, position]
+
+    _bench.__tesserabench_original__ = original
+    return _bench
+
+
+def patch_autotuner(module) -> None:
+    autotuner = module.Autotuner
+    current = autotuner.__dict__["_bench"]
+    if not hasattr(current, "__tesserabench_original__"):
+        autotuner._bench = _deterministic_bench(current)
+
+
+def unpatch_autotuner() -> None:
+    module = sys.modules.get(_AUTOTUNER)
+    if module is None:
+        return
+    current = module.Autotuner.__dict__.get("_bench")
+    original = getattr(current, "__tesserabench_original__", None)
+    if original is not None:
+        module.Autotuner._bench = original
+
+
+class _PatchOnImport(importlib.abc.MetaPathFinder):
+    """Patches Triton's autotuner as soon as it is imported (or now, if it already is)."""
+
+    @classmethod
+    def install(cls) -> _PatchOnImport:
+        finder = cls()
+        if _AUTOTUNER in sys.modules:
+            patch_autotuner(sys.modules[_AUTOTUNER])
+        else:
+            sys.meta_path.insert(0, finder)
+        return finder
+
+    def uninstall(self) -> None:
+        if self in sys.meta_path:
+            sys.meta_path.remove(self)
+        unpatch_autotuner()
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname != _AUTOTUNER:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        original_exec = spec.loader.exec_module
+
+        def exec_module(module):
+            original_exec(module)
+            patch_autotuner(module)
+
+        spec.loader.exec_module = exec_module  # this spec's own loader instance
+        return spec

@@ -1,0 +1,141 @@
+"""Deterministic kernel figures against a baseline's: no statistics needed.
+
+Static analysis gives the same registers, spills, shared memory and occupancy every time a kernel
+is compiled with the same source, configuration and Triton, so a change is a fact, not a
+measurement. Kernels are matched by (name, arch, config); the config is what selects the binary
+(the autotuner's choice or the launcher's constexprs, num_warps, num_stages):
+
+* same config: more spill bytes or lower occupancy is a regression (moderate for spills, mild or
+  moderate for occupancy by how much was lost); register and shared-memory changes are notes;
+* another config of the same kernel (the launcher's heuristics or the config list changed): said
+  as such, old -> new, with the figures that moved, as notes;
+* either way, a kernel that can no longer launch (occupancy 0: shared memory over the limit, too
+  many registers or threads) or no longer compiles is a severe regression, with the reason.
+
+When the two sides were compiled by different Triton versions, nothing is gated (a compiler
+upgrade is not the project's change); the figures are still shown.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITY_RANK = {None: 0, "mild": 1, "moderate": 2, "severe": 3}
+_VARIANT_KEYS = ("num_warps", "num_stages", "num_ctas")
+
+
+@dataclass
+class KernelFindings:
+    """What the kernel figures say: failing reasons with their severity, and notes."""
+
+    regressions: list[tuple[str, str]] = field(default_factory=list)  # (severity, text)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, severity: str, text: str, *, gated: bool) -> None:
+        """A regression where the figures are gated, a note where they are only shown."""
+        if gated:
+            self.regressions.append((severity, text))
+        else:
+            self.notes.append(text)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        return tuple(text for _, text in self.regressions)
+
+    @property
+    def severity(self) -> str | None:
+        return max((s for s, _ in self.regressions), key=SEVERITY_RANK.__getitem__, default=None)
+
+
+def variant(kernel: dict) -> dict[str, Any]:
+    """The configuration that selects a kernel's binary, as one flat dict."""
+    flat = dict(kernel.get("constexprs") or {})
+    flat.update(kernel.get("config") or {})
+    for key in _VARIANT_KEYS:
+        if kernel.get(key) is not None:
+            flat[key] = kernel[key]
+    return flat
+
+
+def _variant_key(kernel: dict) -> str:
+    return json.dumps(variant(kernel), sort_keys=True, default=str)
+
+
+def describe_change(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """'BLOCK_M 128 -> 64, num_warps 8 -> 4' (keys that differ only)."""
+    keys = [k for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)]
+    return ", ".join(f"{k} {old.get(k, '-')} -> {new.get(k, '-')}" for k in keys) or "no difference"
+
+
+def _figure(kernel: dict, key: str) -> float | None:
+    value = kernel.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _cannot_launch(kernel: dict) -> str | None:
+    """Why the kernel cannot launch on its arch, or None."""
+    if kernel.get("error"):
+        lines = str(kernel["error"]).strip().splitlines() or ["?"]
+        first = next((line for line in lines if "fatal" in line or "rror" in line), lines[0])
+        return f"no longer compiles: {first[:160]}"
+    if _figure(kernel, "occupancy") == 0.0:
+        why = [n for n in kernel.get("notes") or () if "exceed" in str(n)]
+        return "can no longer launch (occupancy 0)" + (f": {why[0]}" if why else "")
+    return None
+
+
+def _compare_figures(label: str, old: dict, new: dict, gated: bool, found: KernelFindings) -> None:
+    spill_new, spill_old = _figure(new, "spill_bytes"), _figure(old, "spill_bytes")
+    if spill_new is not None and spill_old is not None and spill_new > spill_old:
+        found.add("moderate", f"{label}: spills {spill_old:.0f} B -> {spill_new:.0f} B", gated=gated)
+    occ_new, occ_old = _figure(new, "occupancy"), _figure(old, "occupancy")
+    if occ_new is not None and occ_old is not None and occ_new < occ_old - 1e-9 and occ_new > 0:
+        lost = 1 - occ_new / occ_old
+        severity = "moderate" if lost >= 0.25 else "mild"
+        found.add(severity, f"{label}: occupancy {occ_old:.2f} -> {occ_new:.2f}", gated=gated)
+    for key, unit in (("registers", ""), ("shared_bytes", " B")):
+        new_value, old_value = _figure(new, key), _figure(old, key)
+        if new_value is not None and old_value is not None and new_value != old_value:
+            found.notes.append(f"{label}: {key} {old_value:.0f}{unit} -> {new_value:.0f}{unit}")
+
+
+def compare_kernels(
+    candidate: list[dict] | None, baseline: list[dict] | None, *, compilers_differ: str | None = None
+) -> KernelFindings:
+    """Findings for one benchmark's kernels against the baseline's (see the module doc).
+
+    ``compilers_differ``: e.g. 'Triton 3.6.0 -> 3.9.0' when the two sides were compiled by
+    different versions; then nothing regresses and the figures are notes.
+    """
+    found = KernelFindings()
+    gated = compilers_differ is None
+    base_by_kernel: dict[tuple, dict[str, dict]] = {}
+    for kernel in baseline or []:
+        base_by_kernel.setdefault((kernel.get("name"), kernel.get("arch")), {})[_variant_key(kernel)] = kernel
+    noted_compilers = False
+    for kernel in candidate or []:
+        variants = base_by_kernel.get((kernel.get("name"), kernel.get("arch")))
+        if not variants:
+            continue  # a kernel the baseline never ran: nothing to compare
+        label = f"kernel {kernel.get('name')} ({kernel.get('arch')})"
+        if not gated and not noted_compilers:
+            found.notes.append(f"kernel figures compared, not gated: {compilers_differ}")
+            noted_compilers = True
+        old = variants.get(_variant_key(kernel))
+        blocked = _cannot_launch(kernel)
+        if old is None:  # another config of a kernel the baseline knows
+            previous = next(iter(variants.values()))
+            found.notes.append(f"{label}: config changed: {describe_change(variant(previous), variant(kernel))}")
+            if blocked and not _cannot_launch(previous):
+                found.add("severe", f"{label}: {blocked}", gated=gated)
+            elif not blocked:
+                _compare_figures(label, previous, kernel, gated=False, found=found)
+            continue
+        if blocked:
+            if not _cannot_launch(old):
+                found.add("severe", f"{label}: {blocked}", gated=gated)
+            continue
+        _compare_figures(label, old, kernel, gated=gated, found=found)
+    return found

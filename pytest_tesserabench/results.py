@@ -1,0 +1,579 @@
+"""The benchmark record, its verdict and the run document: one typed home, one JSON form.
+
+``Bench`` creates a ``BenchRecord`` per measured call; the hooks move records (as JSON between
+pytest-xdist processes); the gate, the reports and the baselines read their fields. Two fields are
+written after creation, each in one place: ``verdict`` (plugin.py, when the test is judged) and
+``outcome`` (plugin.py, when pytest reports the test).
+
+``from_json`` validates the whole document: a file that passes is safe for the gate, the reports
+and the CLI, and a file that does not raises ``DocumentError`` naming the field and the fix. A run
+file (``--bench-json``) and each entry of a baseline's ``runs`` are a ``RunDocument`` (the schema
+of docs/usage.md). Keys this version does not know are kept and written back unchanged, so an
+older pytest-tesserabench never drops what a newer one recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+SCHEMA = 1
+STATUSES = ("REGRESSED", "IMPOSSIBLE", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED")
+FAILING_STATUSES = ("REGRESSED", "IMPOSSIBLE")
+GPU_TIMERS = ("cuda_event", "cuda_graph")
+# Times outside this range are not measurements (a clock glitch, a hand edit): refusing them keeps
+# ratios and logs finite. 1e-12 ms is a picosecond; 1e9 ms is eleven days.
+MIN_TIME_MS, MAX_TIME_MS = 1e-12, 1e9
+MAX_COUNT = 10**12
+
+
+class DocumentError(ValueError):
+    """A run, record or verdict that does not fit the schema; the message says where and why."""
+
+
+# -- validation helpers ---------------------------------------------------------------------------
+def _fail(where: str, problem: str) -> DocumentError:
+    return DocumentError(f"{where}: {problem}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _number(
+    value: Any, where: str, *, nullable: bool = True, low: float | None = None, high: float | None = None
+) -> float | None:
+    """A finite float in [low, high]; non-finite values in a nullable field read as null (the
+    writer writes null for them), anywhere else they are an error."""
+    if value is None:
+        if nullable:
+            return None
+        raise _fail(where, "is missing (null); expected a number")
+    if not _is_number(value):
+        raise _fail(where, f"is {type(value).__name__} {_short(value)}; expected a number")
+    number = float(value)
+    if not math.isfinite(number):
+        if nullable:
+            return None
+        raise _fail(where, f"is {number}; expected a finite number")
+    if (low is not None and number < low) or (high is not None and number > high):
+        raise _fail(where, f"is {number:g}; expected a number in [{low:g}, {high:g}]")
+    return number
+
+
+def _count(value: Any, where: str, *, nullable: bool = False) -> int | None:
+    if value is None and nullable:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        raise _fail(where, f"is {_short(value)}; expected a whole number >= 0")
+    return value
+
+
+def _text(value: Any, where: str, *, nullable: bool = False) -> str | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str):
+        raise _fail(where, f"is {type(value).__name__} {_short(value)}; expected a string")
+    return value
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise _fail(where, f"is {_short(value)}; expected true or false")
+    return value
+
+
+def _object(value: Any, where: str, *, nullable: bool = False) -> dict | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, dict):
+        raise _fail(where, f"is {type(value).__name__} {_short(value)}; expected an object")
+    return value
+
+
+def _json_object(value: Any, where: str, *, nullable: bool = False) -> dict | None:
+    """An object whose contents are plain JSON (free-form parts: extra_info, telemetry...)."""
+    return _plain_json(_object(value, where, nullable=nullable), where)
+
+
+def _list(value: Any, where: str) -> list:
+    if not isinstance(value, list):
+        raise _fail(where, f"is {type(value).__name__} {_short(value)}; expected a list")
+    return value
+
+
+def _times(value: Any, where: str) -> list[float]:
+    """Milliseconds: finite, within [MIN_TIME_MS, MAX_TIME_MS], or exactly 0 (a CUDA-graph round
+    whose flush-only graph took as long as the work; the gate skips it)."""
+    out = []
+    for i, item in enumerate(_list(value, where)):
+        number = _number(item, f"{where}[{i}]", nullable=False, low=0.0, high=MAX_TIME_MS)
+        if 0.0 < number < MIN_TIME_MS:
+            raise _fail(f"{where}[{i}]", f"is {number:g} ms, below a picosecond; not a measurement")
+        out.append(number)
+    return out
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _plain_json(value: Any, where: str, depth: int = 0) -> Any:
+    """``value`` if it is plain JSON (dict/list/str/number/bool/None, finite floats); else
+    DocumentError naming the first offending key."""
+    if depth > 64:
+        raise _fail(where, "is nested more than 64 levels deep")
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _fail(where, f"is {value}, which JSON cannot hold")
+        return value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _fail(where, f"has the key {_short(key)}; JSON keys are strings")
+            _plain_json(item, f"{where}.{key}", depth + 1)
+        return value
+    if isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            _plain_json(item, f"{where}[{i}]", depth + 1)
+        return value
+    raise _fail(where, f"is a {type(value).__name__} ({_short(value)}), which JSON cannot hold")
+
+
+def _finite_or_none(value: Any) -> Any:
+    """JSON has no NaN or Infinity: they are written as null."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_or_none(v) for v in value]
+    return value
+
+
+def _extra_keys(data: dict, known: tuple[str, ...], where: str) -> dict:
+    extra = {k: v for k, v in data.items() if k not in known}
+    _plain_json(extra, where)
+    return extra
+
+
+# -- the parts of a record ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Stats:
+    """Summary of the round medians (raw samples only for min/max); milliseconds."""
+
+    median_ms: float
+    ci95_ms: tuple[float, float]
+    mean_ms: float
+    min_ms: float
+    max_ms: float
+    iqr_ms: float
+    stdev_ms: float
+    cv: float
+    rounds: int
+    samples: int
+    outliers: int = 0
+    noisy: bool = False
+
+    @property
+    def ci_halfwidth(self) -> float:
+        """Half the 95% interval relative to the median (0.01 means +-1%)."""
+        lo, hi = self.ci95_ms
+        return (hi - lo) / 2 / self.median_ms if self.median_ms > 0 else 0.0
+
+    def to_json(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["ci95_ms"] = list(self.ci95_ms)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Stats:
+        data = _object(data, where)
+        ci = _list(data.get("ci95_ms"), f"{where}.ci95_ms")
+        if len(ci) != 2:
+            raise _fail(f"{where}.ci95_ms", f"has {len(ci)} values; expected [low, high]")
+
+        def time(key: str, value: Any = None) -> float:
+            value = data.get(key) if value is None else value
+            return _number(value, f"{where}.{key}", nullable=False, low=0.0, high=MAX_TIME_MS)
+
+        return cls(
+            median_ms=time("median_ms"),
+            ci95_ms=(time("ci95_ms[0]", ci[0]), time("ci95_ms[1]", ci[1])),
+            mean_ms=time("mean_ms"),
+            min_ms=time("min_ms"),
+            max_ms=time("max_ms"),
+            iqr_ms=time("iqr_ms"),
+            stdev_ms=time("stdev_ms"),
+            cv=_number(data.get("cv", 0.0), f"{where}.cv", nullable=False, low=0.0, high=MAX_TIME_MS),
+            rounds=_count(data.get("rounds"), f"{where}.rounds"),
+            samples=_count(data.get("samples", data.get("rounds")), f"{where}.samples"),
+            outliers=_count(data.get("outliers", 0), f"{where}.outliers"),
+            noisy=_bool(data.get("noisy", False), f"{where}.noisy"),
+        )
+
+    @classmethod
+    def of(cls, rounds_ms: list[float], samples_ms: list[float] | None = None, *, noisy: bool = False) -> Stats:
+        from pytest_tesserabench import stats
+
+        return cls.from_json(stats.summarize(rounds_ms, samples_ms, noisy=noisy), "stats")
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the measurement went: warm-up, calibration, why it stopped."""
+
+    warmup_calls: int = 0
+    inner_loops: int = 1
+    samples_per_round: int = 1
+    stop: str = ""
+    elapsed_s: float = 0.0
+
+    def to_json(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> Sampling:
+        data = _object(data, where)
+        return cls(
+            warmup_calls=_count(data.get("warmup_calls", 0), f"{where}.warmup_calls"),
+            inner_loops=_count(data.get("inner_loops", 1), f"{where}.inner_loops"),
+            samples_per_round=_count(data.get("samples_per_round", 1), f"{where}.samples_per_round"),
+            stop=_text(data.get("stop", ""), f"{where}.stop"),
+            elapsed_s=_number(data.get("elapsed_s", 0.0), f"{where}.elapsed_s", nullable=False, low=0.0, high=1e9),
+        )
+
+
+def _pct(ratio: float) -> str:
+    return f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judgement of one benchmark: against a baseline (the gate) or against the roofline."""
+
+    id: str
+    status: str
+    baseline_ms: float | None = None
+    candidate_ms: float | None = None
+    ratio: float | None = None
+    ci: tuple[float, float] | None = None
+    p_value: float | None = None  # one-sided, for "slower"
+    severity: str | None = None  # failing verdicts only: "mild" | "moderate" | "severe"
+    reasons: tuple[str, ...] = ()  # why it failed without statistics (kernel figures, roofline)
+    notes: tuple[str, ...] = ()  # informational: kernel changes, short history, timer
+    threshold: float | None = None  # theta actually used (relative)
+    noise: float | None = None  # run-to-run noise of one run's centre (relative sd)
+    history: int = 0  # baseline runs that measured this benchmark
+    alpha_per_test: float | None = None  # alpha / m
+    hint_text: str | None = None  # what would settle an INCONCLUSIVE verdict
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise DocumentError(f"verdict of {self.id}: status {self.status!r} is not one of {', '.join(STATUSES)}")
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILING_STATUSES
+
+    def change_text(self) -> str:
+        """'+15.1% [+12.0%, +18.3%]', or '-' when there is no timing comparison."""
+        if self.ratio is None:
+            return "-"
+        text = _pct(self.ratio)
+        if self.ci is not None:
+            text += f" [{_pct(self.ci[0])}, {_pct(self.ci[1])}]"
+        return text
+
+    def line(self) -> str:
+        """One line for the test report: old and new median, change, interval, p, severity."""
+        from pytest_tesserabench.units import format_ms
+
+        head = self.status if self.severity is None else f"{self.status} ({self.severity})"
+        parts = [head]
+        if self.ratio is not None:
+            parts.append(f"{format_ms(self.baseline_ms)} -> {format_ms(self.candidate_ms)}, {self.change_text()}")
+            if self.p_value is not None:
+                parts.append(f"p={self.p_value:.2g}")
+            if self.threshold is not None:
+                parts.append(f"threshold {self.threshold * 100:.1f}%")
+        text = ", ".join(parts)
+        extra = list(self.reasons) or ([] if self.ratio is not None else list(self.notes[:1]))
+        if extra:
+            text += "; " + "; ".join(extra)
+        return text
+
+    def hint(self) -> str | None:
+        """For INCONCLUSIVE: what would settle it."""
+        return self.hint_text if self.status == "INCONCLUSIVE" else None
+
+    def to_json(self) -> dict:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "id"}
+        data["ci"] = list(self.ci) if self.ci is not None else None
+        data["reasons"], data["notes"] = list(self.reasons), list(self.notes)
+        return _finite_or_none(data)
+
+    @classmethod
+    def from_json(cls, record_id: str, data: Any, where: str) -> Verdict:
+        data = _object(data, where)
+        status = _text(data.get("status"), f"{where}.status")
+        if status not in STATUSES:
+            raise _fail(f"{where}.status", f"is {status!r}; expected one of {', '.join(STATUSES)}")
+        ci = data.get("ci")
+        if ci is not None:
+            ci = _list(ci, f"{where}.ci")
+            if len(ci) != 2:
+                raise _fail(f"{where}.ci", "expected [low, high]")
+            ci = tuple(_number(v, f"{where}.ci[{i}]", nullable=False, low=0.0) for i, v in enumerate(ci))
+
+        def texts(key: str) -> tuple[str, ...]:
+            items = _list(data.get(key, []), f"{where}.{key}")
+            return tuple(_text(v, f"{where}.{key}[{i}]") for i, v in enumerate(items))
+
+        return cls(
+            id=record_id,
+            status=status,
+            baseline_ms=_number(data.get("baseline_ms"), f"{where}.baseline_ms", low=0.0),
+            candidate_ms=_number(data.get("candidate_ms"), f"{where}.candidate_ms", low=0.0),
+            ratio=_number(data.get("ratio"), f"{where}.ratio", low=0.0),
+            ci=ci,
+            p_value=_number(data.get("p_value"), f"{where}.p_value", low=0.0, high=1.0),
+            severity=_text(data.get("severity"), f"{where}.severity", nullable=True),
+            reasons=texts("reasons"),
+            notes=texts("notes"),
+            threshold=_number(data.get("threshold"), f"{where}.threshold", low=0.0),
+            noise=_number(data.get("noise"), f"{where}.noise", low=0.0),
+            history=_count(data.get("history", 0), f"{where}.history"),
+            alpha_per_test=_number(data.get("alpha_per_test"), f"{where}.alpha_per_test", low=0.0, high=1.0),
+            hint_text=_text(data.get("hint_text"), f"{where}.hint_text", nullable=True),
+        )
+
+
+# The kernel figures the gate compares; every other key of a kernel entry is only shown.
+_KERNEL_NUMBERS = ("registers", "spill_bytes", "shared_bytes", "occupancy", "num_warps", "num_stages")
+
+
+def _kernel(data: Any, where: str) -> dict:
+    data = _object(data, where)
+    _text(data.get("name"), f"{where}.name")
+    _text(data.get("arch"), f"{where}.arch")
+    for key in _KERNEL_NUMBERS:
+        if data.get(key) is not None:
+            _number(data[key], f"{where}.{key}", nullable=False, low=0.0, high=1e12)
+    if data.get("occupancy") is not None and data["occupancy"] > 1:
+        raise _fail(f"{where}.occupancy", f"is {data['occupancy']}; expected a fraction in [0, 1]")
+    _object(data.get("config"), f"{where}.config", nullable=True)
+    _plain_json(data, where)
+    return data
+
+
+# -- the record -----------------------------------------------------------------------------------
+@dataclass
+class BenchRecord:
+    """One measured call: the unit of every table, file and verdict."""
+
+    nodeid: str
+    name: str | None
+    group: str
+    timer: str
+    rounds_ms: list[float]
+    stats: Stats | None
+    params: dict[str, Any] = field(default_factory=dict)
+    dtype: str | None = None  # the storage precision of the work (the test's policy or its tensors)
+    samples_ms: list[float] = field(default_factory=list)  # raw samples: --bench-json only
+    sampling: Sampling | None = None
+    flops: float | None = None
+    bytes: float | None = None
+    tflops: float | None = None
+    gbps: float | None = None
+    roofline: dict | None = None
+    accuracy: dict | None = None
+    kernels: list[dict] = field(default_factory=list)
+    targets: list[dict] = field(default_factory=list)
+    telemetry: dict | None = None
+    trace: str | None = None
+    ncu: dict | None = None
+    extra_info: dict[str, Any] = field(default_factory=dict)
+    verdict: Verdict | None = None
+    outcome: str | None = None
+    other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, kept as they are
+
+    @property
+    def id(self) -> str:
+        """The pytest node id, plus ``::name`` for a labelled call."""
+        return self.nodeid if self.name is None else f"{self.nodeid}::{self.name}"
+
+    @property
+    def median_ms(self) -> float | None:
+        return self.stats.median_ms if self.stats else None
+
+    @property
+    def measured_rounds(self) -> list[float]:
+        """Round medians the gate can use (positive)."""
+        return [r for r in self.rounds_ms if r > 0]
+
+    def check_json(self) -> None:
+        """DocumentError naming the key when the user-supplied parts are not plain JSON."""
+        _plain_json(self.extra_info, f"{self.id}: bench.extra_info")
+
+    def to_json(self, *, samples: bool = True) -> dict:
+        data = {
+            "nodeid": self.nodeid,
+            "name": self.name,
+            "group": self.group,
+            "params": self.params,
+            "dtype": self.dtype,
+            "timer": self.timer,
+            "rounds_ms": list(self.rounds_ms),
+            "stats": self.stats.to_json() if self.stats else None,
+            "sampling": self.sampling.to_json() if self.sampling else None,
+            "flops": self.flops,
+            "bytes": self.bytes,
+            "tflops": self.tflops,
+            "gbps": self.gbps,
+            "roofline": self.roofline,
+            "accuracy": self.accuracy,
+            "kernels": self.kernels,
+            "targets": self.targets,
+            "telemetry": self.telemetry,
+            "extra_info": self.extra_info,
+            "outcome": self.outcome,
+            "verdict": self.verdict.to_json() if self.verdict else None,
+        }
+        for key in ("trace", "ncu"):
+            if getattr(self, key) is not None:
+                data[key] = getattr(self, key)
+        if samples:
+            data["samples_ms"] = list(self.samples_ms)
+        data.update(self.other)
+        return _finite_or_none(data)
+
+    @classmethod
+    def from_json(cls, record_id: str, data: Any, where: str | None = None) -> BenchRecord:
+        where = where or f"benchmark {record_id!r}"
+        data = _object(data, where)
+        nodeid = _text(data.get("nodeid", record_id), f"{where}.nodeid")
+        name = _text(data.get("name"), f"{where}.name", nullable=True)
+        expected_id = nodeid if name is None else f"{nodeid}::{name}"
+        if expected_id != record_id:
+            raise _fail(where, f"its nodeid and name make the id {expected_id!r}, not the key {record_id!r}")
+        rounds = _times(data.get("rounds_ms", []), f"{where}.rounds_ms")
+        samples = _times(data.get("samples_ms", []), f"{where}.samples_ms")
+        if data.get("stats") is not None:
+            stats = Stats.from_json(data["stats"], f"{where}.stats")
+        else:  # hand-made or older files: the summary follows from the rounds
+            stats = Stats.of(rounds, samples) if rounds else None
+        params = _object(data.get("params", {}), f"{where}.params")
+        for key, value in params.items():
+            if not (value is None or isinstance(value, (str, bool, int)) or _is_number(value)):
+                raise _fail(f"{where}.params.{key}", f"is {_short(value)}; expected a number, string or null")
+        kernel_list = _list(data.get("kernels", []), f"{where}.kernels")
+        kernels = [_kernel(k, f"{where}.kernels[{i}]") for i, k in enumerate(kernel_list)]
+        targets = _list(data.get("targets", []), f"{where}.targets")
+        for i, target in enumerate(targets):
+            _object(target, f"{where}.targets[{i}]")
+        verdict = data.get("verdict")
+        known = tuple(f.name for f in fields(cls)) + ("samples_ms",)
+        return cls(
+            nodeid=nodeid,
+            name=name,
+            group=_text(data.get("group", nodeid), f"{where}.group"),
+            timer=_text(data.get("timer"), f"{where}.timer"),
+            rounds_ms=rounds,
+            stats=stats,
+            params=_plain_json(params, f"{where}.params"),
+            dtype=_text(data.get("dtype"), f"{where}.dtype", nullable=True),
+            samples_ms=samples,
+            sampling=Sampling.from_json(data["sampling"], f"{where}.sampling") if data.get("sampling") else None,
+            flops=_number(data.get("flops"), f"{where}.flops", low=0.0),
+            bytes=_number(data.get("bytes"), f"{where}.bytes", low=0.0),
+            tflops=_number(data.get("tflops"), f"{where}.tflops", low=0.0),
+            gbps=_number(data.get("gbps"), f"{where}.gbps", low=0.0),
+            roofline=_roofline(data.get("roofline"), f"{where}.roofline"),
+            accuracy=_json_object(data.get("accuracy"), f"{where}.accuracy", nullable=True),
+            kernels=kernels,
+            targets=_plain_json(targets, f"{where}.targets"),
+            telemetry=_json_object(data.get("telemetry"), f"{where}.telemetry", nullable=True),
+            trace=_text(data.get("trace"), f"{where}.trace", nullable=True),
+            ncu=_json_object(data.get("ncu"), f"{where}.ncu", nullable=True),
+            extra_info=_json_object(data.get("extra_info", {}), f"{where}.extra_info"),
+            verdict=Verdict.from_json(record_id, verdict, f"{where}.verdict") if verdict is not None else None,
+            outcome=_text(data.get("outcome"), f"{where}.outcome", nullable=True),
+            other=_extra_keys(data, known, where),
+        )
+
+
+def _roofline(data: Any, where: str) -> dict | None:
+    data = _object(data, where, nullable=True)
+    if data is None:
+        return None
+    for key in ("peak_tflops", "peak_gbps", "attainable_tflops", "efficiency", "intensity"):
+        if data.get(key) is not None:
+            _number(data[key], f"{where}.{key}", nullable=False, low=0.0)
+    return _plain_json(data, where)
+
+
+# -- the run --------------------------------------------------------------------------------------
+@dataclass
+class RunDocument:
+    """One run of the suite: what ``--bench-json`` writes and a baseline keeps a history of."""
+
+    benchmarks: dict[str, BenchRecord]
+    machine: dict[str, Any] = field(default_factory=dict)
+    commit: dict[str, Any] = field(default_factory=dict)
+    started: str | None = None
+    canary_ms: list[float] = field(default_factory=list)
+    other: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, *, samples: bool = True) -> dict:
+        data = {
+            "schema": SCHEMA,
+            "machine": self.machine,
+            "commit": self.commit,
+            "started": self.started,
+            "canary_ms": list(self.canary_ms),
+            "benchmarks": {i: r.to_json(samples=samples) for i, r in self.benchmarks.items()},
+        }
+        data.update(self.other)
+        return _finite_or_none(data)
+
+    def to_text(self, *, samples: bool = True) -> str:
+        """Sorted keys, two-space indent: a diff of a committed file reads well in review."""
+        return json.dumps(self.to_json(samples=samples), sort_keys=True, indent=2, allow_nan=False) + "\n"
+
+    def for_baseline(self) -> RunDocument:
+        """A copy for a baseline's history: no raw samples, no verdicts (a verdict belongs to one
+        comparison, not to the history it is compared with)."""
+        benchmarks = {i: replace(r, samples_ms=[], verdict=None) for i, r in self.benchmarks.items()}
+        return replace(self, benchmarks=benchmarks)
+
+    @classmethod
+    def from_json(cls, data: Any, where: str = "the run") -> RunDocument:
+        data = _object(data, where)
+        if data.get("schema", SCHEMA) != SCHEMA:
+            raise _fail(
+                where,
+                f"has schema {data.get('schema')!r}, this pytest-tesserabench reads schema {SCHEMA}; "
+                "use the matching pytest-tesserabench version or re-record it",
+            )
+        benchmarks = _object(data.get("benchmarks"), f"{where}.benchmarks")
+        records = {}
+        for record_id, record in benchmarks.items():
+            records[record_id] = BenchRecord.from_json(record_id, record, f"{where}, benchmark {record_id!r}")
+        canary = _times(data.get("canary_ms", []), f"{where}.canary_ms")
+        known = ("schema", "benchmarks", "machine", "commit", "started", "canary_ms")
+        return cls(
+            benchmarks=records,
+            machine=_json_object(data.get("machine") or {}, f"{where}.machine"),
+            commit=_json_object(data.get("commit") or {}, f"{where}.commit"),
+            started=_text(data.get("started"), f"{where}.started", nullable=True),
+            canary_ms=canary,
+            other=_extra_keys(data, known, where),
+        )
