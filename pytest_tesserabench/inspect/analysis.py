@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+
+from pytest_tesserabench import files
 
 from .archs import ARCH_LIMITS, normalise_arch
 from .capture import KernelLaunch
@@ -226,10 +226,7 @@ class _LazyArtifacts(dict):
 
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(handle, "wb") as stream:
-        stream.write(data)
-    os.replace(temporary, path)
+    files.write_atomic(path, data)
 
 
 def _as_bytes(content) -> bytes:
