@@ -1,9 +1,34 @@
 # Imported once here: pytester's in-process runs drop modules first imported inside them, and
 # numpy refuses to be imported twice in one process.
+# Modules an in-process run would otherwise import, drop and import again on every run: the
+# hypothesis plugin (a pytest11 plugin, so each re-import is assertion-rewritten: seconds per run)
+# and the plugin's own lazily imported parts (a monkeypatch of them must reach the inner run).
+import filelock  # noqa: F401
+import hypothesis  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import rich.console  # noqa: F401
+import rich.table  # noqa: F401
 import scipy.stats  # noqa: F401
+
+from pytest_tesserabench import (  # noqa: F401
+    baseline,
+    canary,
+    comparison,
+    context,
+    fixture,
+    gate,
+    instruments,
+    interpret,
+    kernel_gate,
+    outputs,
+    results,
+    sampling,
+    session,
+    stats,
+    timing,
+)
+from pytest_tesserabench.report import comparison_table, terminal  # noqa: F401
 
 # Fast measurement settings for pytester runs: the plugin's behaviour, not real timing, is tested.
 FAST = ("--bench-max-time=0.02", "--bench-warmup=0", "--bench-min-rounds=3")
@@ -12,3 +37,11 @@ FAST = ("--bench-max-time=0.02", "--bench-warmup=0", "--bench-min-rounds=3")
 @pytest.fixture
 def fast():
     return FAST
+
+
+@pytest.fixture(autouse=True)
+def small_canary(monkeypatch):
+    """In-process pytester runs share this module: a 20x smaller canary workload (the same code,
+    ~1 ms a sample) keeps a run's canary from dominating these tests' time."""
+
+    monkeypatch.setattr(canary, "CANARY_SIZE", 12_500)
