@@ -144,7 +144,7 @@ def _plain_json(value: Any, where: str, depth: int = 0) -> Any:
         for i, item in enumerate(value):
             _plain_json(item, f"{where}[{i}]", depth + 1)
         return value
-    raise _fail(where, f"is a {type(value).__name__} ({_short(value)}), which JSON cannot hold")
+    raise _fail(where, f"is {_short(value)} of type {type(value).__name__}, which JSON cannot hold")
 
 
 def _finite_or_none(value: Any) -> Any:

@@ -75,3 +75,42 @@ def test_lower_occupancy_than_the_baseline_fails_without_statistics(pytester, mo
     result = pytester.runpytest("--bench-compare=main", *FAST)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*REGRESSED*kernel _scale_kernel (sm_90): occupancy 1.00 -> 0.*"])
+
+
+def test_a_baseline_recorded_on_a_gpu_gates_the_kernel_figures_on_a_gpu_less_runner(pytester, monkeypatch):
+    from pytest_tesserabench import machine
+
+    monkeypatch.setenv("COLUMNS", "250")
+    pytester.makepyfile(test_k=KERNEL_TEST)
+    pytester.runpytest("--bench-save=main", *FAST).assert_outcomes(passed=1)
+    here = pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
+    data = json.loads(here.read_text())
+    here.unlink()
+    # The same run, as if recorded on an H100 runner: another machine key and device.
+    gpu = here.with_name("nvidia-h100-80gb-hbm3-sm90.json")
+    data["machine_key"] = gpu.stem
+    data["runs"][0]["machine"]["device"] = "NVIDIA H100 80GB HBM3"
+    gpu.write_text(json.dumps(data))
+
+    result = pytester.runpytest("--bench-compare=main", *FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            f"*no baseline for this machine ({machine.machine_key()}); gating the static kernel figures against "
+            f"{gpu} (recorded on NVIDIA H100 80GB HBM3); timings are not compared across machines*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*NOT_GATED*", "*timings come from another machine: not compared*"])
+
+    (kernel,) = data["runs"][0]["benchmarks"]["test_k.py::test_scale"]["kernels"]
+    kernel["occupancy"] = 1.0  # the GPU-recorded kernel reached full occupancy; this one does not
+    gpu.write_text(json.dumps(data))
+    result = pytester.runpytest("--bench-compare=main", *FAST)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*REGRESSED (*); kernel _scale_kernel (sm_90): occupancy 1.00 -> 0.*"])
+
+    data["runs"][0]["machine"]["triton"] = "3.6.0"  # compiled by another Triton: shown, not gated
+    gpu.write_text(json.dumps(data))
+    result = pytester.runpytest("--bench-compare=main", *FAST)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*kernel figures compared, not gated: Triton 3.6.0 in the baseline*"])

@@ -1,0 +1,80 @@
+"""Kernel figures against the baseline's: matched by kernel, arch and config; severity by damage."""
+
+from pytest_tesserabench.kernel_gate import compare_kernels, describe_change
+
+
+def kernel(**fields):
+    base = {
+        "name": "k",
+        "arch": "sm_90",
+        "constexprs": {"BLOCK": 128},
+        "num_warps": 4,
+        "num_stages": 3,
+        "registers": 64,
+        "spill_bytes": 0,
+        "shared_bytes": 16384,
+        "occupancy": 0.5,
+        "notes": [],
+    }
+    base.update(fields)
+    return base
+
+
+def test_same_config_more_spills_and_less_occupancy_regress_with_severity():
+    found = compare_kernels([kernel(spill_bytes=64, occupancy=0.25)], [kernel()])
+    assert found.regressions == [
+        ("moderate", "kernel k (sm_90): spills 0 B -> 64 B"),
+        ("moderate", "kernel k (sm_90): occupancy 0.50 -> 0.25"),
+    ]
+    assert found.severity == "moderate"
+    assert compare_kernels([kernel(occupancy=0.45)], [kernel()]).regressions == [
+        ("mild", "kernel k (sm_90): occupancy 0.50 -> 0.45")
+    ]
+
+
+def test_register_and_shared_memory_changes_are_notes():
+    found = compare_kernels([kernel(registers=96, shared_bytes=32768)], [kernel()])
+    assert found.regressions == []
+    assert found.notes == ["kernel k (sm_90): registers 64 -> 96", "kernel k (sm_90): shared_bytes 16384 B -> 32768 B"]
+
+
+def test_another_config_is_said_as_such_and_not_gated_by_its_figures():
+    found = compare_kernels([kernel(constexprs={"BLOCK": 64}, num_warps=8, occupancy=0.25, spill_bytes=8)], [kernel()])
+    assert found.regressions == []
+    assert found.notes[0] == "kernel k (sm_90): config changed: BLOCK 128 -> 64, num_warps 4 -> 8"
+    assert "kernel k (sm_90): occupancy 0.50 -> 0.25" in found.notes
+
+
+def test_a_config_that_can_no_longer_launch_is_severe_and_says_why():
+    why = "296960 bytes of shared memory exceed the 232448 per block on sm_90"
+    found = compare_kernels([kernel(constexprs={"BLOCK": 512}, occupancy=0.0, notes=[why])], [kernel()])
+    assert found.regressions == [("severe", f"kernel k (sm_90): can no longer launch (occupancy 0): {why}")]
+    same = compare_kernels([kernel(occupancy=0.0, notes=[why])], [kernel()])
+    assert same.severity == "severe"
+    # Already unlaunchable in the baseline: a fact, not a change.
+    assert compare_kernels([kernel(occupancy=0.0)], [kernel(occupancy=0.0)]).regressions == []
+
+
+def test_a_kernel_that_no_longer_compiles_is_severe():
+    found = compare_kernels([kernel(error="ptxas fatal : Entry function uses too much shared data")], [kernel()])
+    assert found.regressions == [
+        ("severe", "kernel k (sm_90): no longer compiles: ptxas fatal : Entry function uses too much shared data")
+    ]
+
+
+def test_other_archs_and_new_kernels_are_not_compared():
+    assert compare_kernels([kernel(arch="sm_80", spill_bytes=64)], [kernel()]).regressions == []
+    assert compare_kernels([kernel(name="new", spill_bytes=64)], [kernel()]).regressions == []
+
+
+def test_another_triton_shows_figures_but_gates_nothing():
+    found = compare_kernels(
+        [kernel(spill_bytes=64, occupancy=0.0)], [kernel()], compilers_differ="Triton 3.6.0 in the baseline, 3.9.0 here"
+    )
+    assert found.regressions == []
+    assert found.notes[0] == "kernel figures compared, not gated: Triton 3.6.0 in the baseline, 3.9.0 here"
+    assert any("can no longer launch" in note for note in found.notes)
+
+
+def test_describe_change():
+    assert describe_change({"A": 1, "B": 2}, {"A": 1, "B": 3, "C": 4}) == "B 2 -> 3, C - -> 4"
