@@ -59,7 +59,12 @@ def _number(
             return None
         raise _fail(where, f"is {number}; expected a finite number")
     if (low is not None and number < low) or (high is not None and number > high):
-        raise _fail(where, f"is {number:g}; expected a number in [{low:g}, {high:g}]")
+        bounds = " and ".join(
+            text
+            for text in (f">= {low:g}" if low is not None else "", f"<= {high:g}" if high is not None else "")
+            if text
+        )
+        raise _fail(where, f"is {number:g}; expected a number {bounds}")
     return number
 
 
@@ -370,6 +375,10 @@ def _kernel(data: Any, where: str) -> dict:
     if data.get("occupancy") is not None and data["occupancy"] > 1:
         raise _fail(f"{where}.occupancy", f"is {data['occupancy']}; expected a fraction in [0, 1]")
     _object(data.get("config"), f"{where}.config", nullable=True)
+    _object(data.get("constexprs"), f"{where}.constexprs", nullable=True)
+    _text(data.get("error"), f"{where}.error", nullable=True)
+    for i, note in enumerate(_list(data.get("notes") or [], f"{where}.notes")):
+        _text(note, f"{where}.notes[{i}]")
     _plain_json(data, where)
     return data
 
@@ -517,6 +526,8 @@ def _roofline(data: Any, where: str) -> dict | None:
     for key in ("peak_tflops", "peak_gbps", "attainable_tflops", "efficiency", "intensity"):
         if data.get(key) is not None:
             _number(data[key], f"{where}.{key}", nullable=False, low=0.0)
+    for key in ("bound", "precision", "source"):
+        _text(data.get(key), f"{where}.{key}", nullable=True)
     return _plain_json(data, where)
 
 

@@ -35,7 +35,7 @@ def notes(record: BenchRecord) -> str:
         out.append("noisy")
     roof = record.roofline
     if roof and roof.get("efficiency") is not None:
-        out.append(f"{roof['efficiency']:.0%} of {roof['bound']} roof")
+        out.append(f"{roof['efficiency']:.0%} of {roof.get('bound') or 'the'} roof")
     for target in record.targets:
         if target.get("checked"):
             verdict = "met" if target.get("met") else "MISSED"

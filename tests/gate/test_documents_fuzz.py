@@ -4,6 +4,7 @@ project's own error naming the problem; whatever loads, the gate and the reports
 import copy
 import json
 import math
+import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -118,7 +119,12 @@ def survives_downstream(runs):
         assert verdict.ratio is None or math.isfinite(verdict.ratio)
 
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# TESSERABENCH_FUZZ_EXAMPLES=5000 for a deeper search than CI's.
+FUZZ = settings(
+    max_examples=int(os.environ.get("TESSERABENCH_FUZZ_EXAMPLES", "150")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 @FUZZ

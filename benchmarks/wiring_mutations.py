@@ -1,0 +1,251 @@
+"""Break the wiring on purpose and check that a test notices: each mutation below cuts one
+connection (a hook that no longer calls, a value that no longer travels, a comparison flipped),
+and the tests named with it must then fail.
+
+    .venv/bin/python benchmarks/wiring_mutations.py            # all mutations
+    .venv/bin/python benchmarks/wiring_mutations.py -k canary   # those whose name matches
+
+Each mutation runs in a fresh copy of the working tree (tracked and untracked files, no .venv),
+so the checkout is never touched. Prints one line per mutation (KILLED by a failing test, or
+SURVIVED) and exits 1 if any survived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    file: str
+    old: str
+    new: str
+    tests: tuple[str, ...]
+
+
+PLUGIN = "pytest_tesserabench/plugin.py"
+SESSION = "pytest_tesserabench/session.py"
+TERMINAL = "pytest_tesserabench/report/terminal.py"
+WIRING = "tests/plugin/test_wiring.py"
+
+MUTATIONS = (
+    # The nine the review found surviving (issue 9, section 2).
+    Mutation(
+        "MISSING verdicts",
+        SESSION,
+        "verdicts.update(self.comparison.missing(self.records, self.ran))",
+        "pass",
+        (WIRING,),
+    ),
+    Mutation(
+        "alpha/m count reaching the gate",
+        "pytest_tesserabench/comparison.py",
+        "n_compared=max(self.n_compared, len(candidate.benchmarks))",
+        "n_compared=len(candidate.benchmarks)",
+        (WIRING,),
+    ),
+    Mutation("INCONCLUSIVE warning", PLUGIN, 'elif verdict.status == "INCONCLUSIVE":', "elif False:", (WIRING,)),
+    Mutation(
+        "end-of-run canary",
+        PLUGIN,
+        "        if state.records:\n            state.context.time_canary(state.instruments.device_lock)\n",
+        "",
+        (WIRING,),
+    ),
+    Mutation(
+        "verdicts stripped from saved baselines",
+        "pytest_tesserabench/results.py",
+        "replace(r, samples_ms=[], verdict=None)",
+        "replace(r, samples_ms=[])",
+        (WIRING, "tests/gate/test_baseline.py"),
+    ),
+    Mutation("per-test threshold from the marker", SESSION, "{r.id: threshold for r in records}", "{}", (WIRING,)),
+    Mutation(
+        "direction of the software-version diff",
+        TERMINAL,
+        "software_differences(state.context.machine_info, comparison.baseline.latest_machine)",
+        "software_differences(comparison.baseline.latest_machine, state.context.machine_info)",
+        (WIRING,),
+    ),
+    Mutation("not-run count", TERMINAL, "    if not_run:\n", "    if False:\n", (WIRING,)),
+    Mutation(
+        "noisy note",
+        TERMINAL,
+        "if record.stats and record.stats.noisy:",
+        "if False:",
+        (WIRING, "tests/plugin/test_report.py"),
+    ),
+    # Wiring added since.
+    Mutation(
+        "noisy flag from the sampler",
+        "pytest_tesserabench/sampling.py",
+        '            result.stop_reason = "max_time"\n            result.noisy = True',
+        '            result.stop_reason = "max_time"',
+        (WIRING, "tests/plugin/test_sampling.py"),
+    ),
+    Mutation(
+        "interpreter switched on by the plugin",
+        PLUGIN,
+        "early_config.stash[INTERPRET_KEY] = interpret.apply(mode)",
+        "pass",
+        ("tests/plugin/test_user_project.py",),
+    ),
+    Mutation(
+        "autotuner's first config under the interpreter",
+        "pytest_tesserabench/interpret.py",
+        "        if not interpreting():\n",
+        "        if True:\n",
+        ("tests/plugin/test_user_project.py",),
+    ),
+    Mutation(
+        "IMPOSSIBLE verdicts",
+        SESSION,
+        "            if reason:\n                verdicts[record.id]",
+        "            if False:\n                verdicts[record.id]",
+        ("tests/plugin/test_impossible_plugin.py",),
+    ),
+    Mutation(
+        "extra_info checked per test",
+        PLUGIN,
+        "                record.check_json()\n",
+        "                pass\n",
+        ("tests/plugin/test_bad_input_plugin.py",),
+    ),
+    Mutation(
+        "outcome written on the report",
+        PLUGIN,
+        "            record.outcome = report.outcome",
+        "            pass",
+        ("tests/plugin/test_gate_e2e.py",),
+    ),
+    Mutation(
+        "nothing saved from an interrupted run",
+        "pytest_tesserabench/outputs.py",
+        "        if interrupted:",
+        "        if False:",
+        ("tests/plugin/test_bad_input_plugin.py",),
+    ),
+    Mutation(
+        "kernels matched by config",
+        "pytest_tesserabench/kernel_gate.py",
+        "old = variants.get(_variant_key(kernel))",
+        "old = next(iter(variants.values()))",
+        ("tests/gate/test_kernel_gate.py",),
+    ),
+    Mutation(
+        "record on a GPU, gate anywhere",
+        "pytest_tesserabench/comparison.py",
+        "        if with_kernels:",
+        "        if False:",
+        ("tests/plugin/test_static_analysis.py",),
+    ),
+    Mutation(
+        "unknown baseline name is a usage error",
+        "pytest_tesserabench/comparison.py",
+        "if name not in known and settings.save != name:",
+        "if False:",
+        ("tests/plugin/test_gate_e2e.py",),
+    ),
+    Mutation(
+        "stale temporaries removed",
+        "pytest_tesserabench/baseline.py",
+        "            files.remove_stale_temporaries(path)\n",
+        "",
+        ("tests/gate/test_bad_input.py",),
+    ),
+    Mutation(
+        "file mode kept",
+        "pytest_tesserabench/files.py",
+        "        os.chmod(temporary, mode)",
+        "        pass",
+        ("tests/gate/test_bad_input.py",),
+    ),
+    Mutation(
+        "outputs checked before measuring",
+        "pytest_tesserabench/options.py",
+        "    if not settings.enabled:\n        return\n    checks",
+        "    return\n    checks",
+        ("tests/plugin/test_bad_input_plugin.py", "tests/plugin/test_options.py"),
+    ),
+    Mutation(
+        "validation of record values",
+        "pytest_tesserabench/results.py",
+        "    if not _is_number(value):\n        raise",
+        "    if False:\n        raise",
+        ("tests/gate/test_bad_input.py",),
+    ),
+)
+
+
+def copy_tree(destination: Path) -> None:
+    listed = (
+        subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            check=True,
+            capture_output=True,
+        )
+        .stdout.decode()
+        .split("\0")
+    )
+    for name in filter(None, listed):
+        source = ROOT / name
+        if source.is_file():
+            target = destination / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def run(mutation: Mutation) -> tuple[str, float]:
+    with tempfile.TemporaryDirectory(prefix="tesserabench-mutant-") as folder:
+        tree = Path(folder)
+        copy_tree(tree)
+        path = tree / mutation.file
+        text = path.read_text()
+        if text.count(mutation.old) != 1:
+            return f"NOT APPLIED ({mutation.old!r} found {text.count(mutation.old)} times)", 0.0
+        path.write_text(text.replace(mutation.old, mutation.new))
+        env = {**os.environ, "PYTHONPATH": str(tree)}  # subprocesses import the mutant too
+        start = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *mutation.tests],
+            cwd=tree,
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+        elapsed = time.perf_counter() - start
+        if done.returncode == 0:
+            return "SURVIVED", elapsed
+        # The outer run's own summary lines (pytester runs inside print theirs too).
+        failed = [line for line in done.stdout.splitlines() if line.startswith(("FAILED tests/", "ERROR tests/"))]
+        return f"KILLED by {failed[0].split(' - ')[0] if failed else 'exit ' + str(done.returncode)}", elapsed
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="", help="only mutations whose name contains this")
+    args = parser.parse_args()
+    survived = 0
+    for mutation in MUTATIONS:
+        if args.k not in mutation.name:
+            continue
+        verdict, seconds = run(mutation)
+        survived += not verdict.startswith("KILLED")
+        print(f"{mutation.name:48s} {verdict} ({seconds:.0f} s)", flush=True)
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
