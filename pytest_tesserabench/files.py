@@ -17,6 +17,7 @@ failed write loses nothing.
 from __future__ import annotations
 
 import codecs
+import errno
 import json
 import os
 import stat
@@ -140,8 +141,7 @@ def write_atomic(path: Path, content: str | bytes) -> None:
         path = target
     special = describe_special(path)
     if special and not special.startswith(("a directory", "unreadable")):
-        with open(path, "wb") as stream:  # a device or FIFO: it has no contents to protect
-            stream.write(data)
+        _write_special(path, data)
         return
     if special:
         raise FileProblem(f"{path}: is {special}; give a file path")
@@ -160,6 +160,22 @@ def write_atomic(path: Path, content: str | bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+def _write_special(path: Path, data: bytes) -> None:
+    """A device or FIFO has no contents to protect: write straight into it. A FIFO nobody reads
+    would block forever, so it is opened without blocking first (ENXIO: no reader)."""
+    try:
+        handle = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise FileProblem(
+                f"{path}: a FIFO that nobody reads; start the reader first, or give a file path"
+            ) from None
+        raise
+    os.set_blocking(handle, True)  # a reader exists: write all of it, however slowly it reads
+    with os.fdopen(handle, "wb") as stream:
+        stream.write(data)
 
 
 def write_json(path: Path, data: Any) -> None:

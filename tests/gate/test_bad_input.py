@@ -194,6 +194,13 @@ def test_writing_to_a_special_file_writes_through(tmp_path):
     assert received == ["{}\n"] and stat.S_ISFIFO(fifo.stat().st_mode)  # still a FIFO, not replaced
 
 
+def test_a_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(files.FileProblem, match="a FIFO that nobody reads"):
+        files.write_atomic(fifo, "{}\n")
+
+
 def test_output_checks_name_the_problem(tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("x")
