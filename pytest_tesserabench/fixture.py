@@ -28,8 +28,11 @@ class BenchUsageError(TypeError):
 class Bench:
     """Measure functions inside a test: ``bench(fn, *args, flops=, bytes=, name=, **kwargs)``."""
 
-    def __init__(self, *, instruments: Instruments, nodeid: str, params: dict, group: str, settings: Settings):
+    def __init__(
+        self, *, instruments: Instruments, measurer, nodeid: str, params: dict, group: str, settings: Settings
+    ):
         self._instruments = instruments
+        self._measurer = measurer  # sampling.LocalMeasurer, or a side of --bench-ab
         self._nodeid = nodeid
         self._params = params
         self._group = group
@@ -89,12 +92,13 @@ class Bench:
         )
         try:
             with instruments.device_lock(), instruments.telemetry(timer) as telemetry:
-                measurement = sampling.measure(timer, budget)
+                measurement, ab = self._measurer.measure(timer, budget, name=name, threshold=self._settings.threshold)
                 telemetry.calls = measurement.calls
         except BaseException as exc:
             _explain(exc, fn, name, "measurement (it passed its first call)")
             raise
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
+        record.ab = ab
         record.telemetry = telemetry.result
         record.kernels = instruments.analyse_kernels(launches, record_id=record.id)
         if self._settings.trace_dir is not None:
@@ -105,8 +109,9 @@ class Bench:
         return result
 
     def _record(self, name, m, flops, nbytes, storage: str | None) -> BenchRecord:
-        stats = Stats.of(m.rounds_ms, m.samples_ms, noisy=m.noisy)
-        median_s = stats.median_ms / 1e3
+        # No rounds: a reference-side call the candidate never paired (--bench-ab).
+        stats = Stats.of(m.rounds_ms, m.samples_ms, noisy=m.noisy) if m.rounds_ms else None
+        median_s = stats.median_ms / 1e3 if stats else 0.0
         return BenchRecord(
             nodeid=self._nodeid,
             name=name,
@@ -130,7 +135,9 @@ class Bench:
             gbps=nbytes / median_s / 1e9 if nbytes and median_s > 0 else None,
             roofline=self._instruments.roofline(
                 timer=m.timer, flops=flops, nbytes=nbytes, median_ms=stats.median_ms, storage=storage
-            ),
+            )
+            if stats
+            else None,
             extra_info=self.extra_info,  # the same dict: keys added later in the test still land
         )
 

@@ -454,3 +454,88 @@ def compare_runs(
                 hint_text=settle_hint(history, noise) if status == "INCONCLUSIVE" else None,
             )
     return {bench_id: verdicts[bench_id] for bench_id in ids}
+
+
+# ----------------------------------------------------------------------------------------------
+# Paired A/B: log ratios of neighbouring candidate and reference blocks (``--bench-ab``).
+#
+# Drift shared by the two sides cancels within a pair, so no between-run model is needed: the
+# pairs are close to independent, and a t interval on their mean log ratio is the whole analysis.
+# The stopping rule looks at the data repeatedly (a pair at a time); to keep the false-alarm rate
+# the rule promises, only the looks in PAIRED_LOOKS count, and alpha is split over them
+# (Bonferroni across interim looks: conservative, simple, and exact in its guarantee).
+PAIRED_LOOKS = (6, 8, 11, 16, 23, 32, 45, 64, 90, 128, 181, 256)
+
+
+@dataclass(frozen=True)
+class PairedDecision:
+    status: str  # REGRESSED / IMPROVED / UNCHANGED, or INCONCLUSIVE when not decided
+    decided: bool  # the rule reached a decision (no more pairs would change it)
+    ratio: float
+    ci: tuple[float, float]
+    p_value: float
+    threshold: float
+    pairs: int
+    alpha_per_look: float
+
+
+def paired_decision(log_ratios, *, threshold: float, alpha: float, final: bool, confidence: float = 0.95):
+    """The three-valued rule on paired log ratios (candidate / reference), at ``alpha`` for this
+    benchmark (alpha / m). None between looks (not a look at which the rule may decide);
+    ``final``: the budget is spent, so an undecided result is INCONCLUSIVE (if the point estimate
+    reaches the threshold) or UNCHANGED."""
+    d = np.asarray(log_ratios, dtype=float)
+    n = d.size
+    if n < PAIRED_LOOKS[0] or (n not in PAIRED_LOOKS and not final):
+        return None
+    level = alpha / len(PAIRED_LOOKS)
+    mean = float(d.mean())
+    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+    df = n - 1
+    theta = math.log1p(threshold)
+    if se == 0.0:  # identical pairs: the sign of the mean decides
+        se = 1e-12
+    t_value = mean / se
+    p_slower, p_faster = float(stats.t.sf(t_value, df)), float(stats.t.cdf(t_value, df))
+    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
+    bound = float(stats.t.ppf(1 - level, df)) * se
+    if p_slower < level and mean + half >= theta:
+        status, decided = "REGRESSED", True
+    elif p_faster < level and mean - half <= -theta:
+        status, decided = "IMPROVED", True
+    elif mean + bound < theta and mean - bound > -theta:
+        status, decided = "UNCHANGED", True  # confidently smaller than the threshold either way
+    elif final:
+        status, decided = ("INCONCLUSIVE" if mean >= theta else "UNCHANGED"), False
+    else:
+        return PairedDecision("INCONCLUSIVE", False, math.exp(mean), (math.exp(mean - half), math.exp(mean + half)),
+                              p_slower, threshold, n, level)  # fmt: skip
+    return PairedDecision(
+        status, decided, math.exp(mean), (math.exp(mean - half), math.exp(mean + half)), p_slower, threshold, n, level
+    )
+
+
+def paired_verdict(bench_id: str, decision: PairedDecision, *, candidate_ms: float, reference_ms: float,
+                   alpha_per_test: float, notes: tuple[str, ...] = ()) -> Verdict:  # fmt: skip
+    """The gate's verdict for an A/B benchmark (its one line reads as any other)."""
+    hint = None
+    if decision.status == "INCONCLUSIVE":
+        hint = (
+            f"{decision.pairs} A/B pairs were not enough on this machine; a quieter machine, or more time "
+            "(--bench-max-time, --bench-settle-time), would settle it"
+        )
+    return Verdict(
+        id=bench_id,
+        status=decision.status,
+        baseline_ms=reference_ms,
+        candidate_ms=candidate_ms,
+        ratio=decision.ratio,
+        ci=decision.ci,
+        p_value=decision.p_value,
+        severity=severity_of(decision.ratio) if decision.status == "REGRESSED" else None,
+        notes=notes,
+        threshold=decision.threshold,
+        history=decision.pairs,
+        alpha_per_test=alpha_per_test,
+        hint_text=hint,
+    )

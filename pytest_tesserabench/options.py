@@ -127,6 +127,18 @@ def _peaks(text: Any) -> str | Path:
     )
 
 
+def _git_ref(text: Any) -> str:
+    text = str(text).strip()
+    if not text or text.startswith("-") or any(c.isspace() for c in text):
+        raise ValueError("must name a git ref: a branch, tag or sha, e.g. origin/main")
+    return text
+
+
+def parse_settle_time(text: Any) -> float:
+    """Extra measuring for an undecided verdict, in seconds: [0, 3600]."""
+    return _bounded_float(text, 0.0, MAX_TIME_S, allow_low=True, unit=" seconds")
+
+
 def _bool(text: Any) -> bool:
     if isinstance(text, bool):
         return text
@@ -212,9 +224,27 @@ OPTIONS: tuple[Option, ...] = (
         _peaks,
         "SOURCE",
     ),
+    _option(
+        "bench_ab",
+        "measure the working tree against git REF in this job, interleaved (A/B), and gate on "
+        "the paired difference; no baseline file needed",
+        _git_ref,
+        "REF",
+    ),
+    _option(
+        "bench_settle_time",
+        "seconds of extra measuring an undecided (INCONCLUSIVE) benchmark may take to settle its verdict (default 2)",
+        parse_settle_time,
+        "S",
+    ),
     _option("bench_ncu", "GPU only: hardware counters via Nsight Compute"),
     _option("bench_trace", "GPU only: write a Chrome trace per benchmark here", Path, "DIR"),
 )
+# Internal: the reference side of --bench-ab (a pytest the plugin starts in REF's worktree).
+AB_SERVE = Option(
+    "bench_ab_serve", "--bench-ab-serve", "internal: the reference side of --bench-ab", str, None, "ADDRESS"
+)
+
 # Ini-only keys: settings a project fixes once rather than per run.
 INI_ONLY: tuple[Option, ...] = (
     Option("bench_history", "", "baseline runs kept per machine (default 10)", parse_count),
@@ -242,6 +272,9 @@ class Settings:
     peaks: str | Path = "table"
     ncu: bool = False
     trace_dir: Path | None = None
+    ab: str | None = None
+    settle_time: float = 2.0
+    ab_serve: str | None = None
     history: int = 10
     alpha: float = 0.01
     canary_normalize: bool = False
@@ -253,6 +286,8 @@ class Settings:
         if not self.enabled:
             return "off (--bench to measure)"
         parts = ["measuring"]
+        if self.ab:
+            parts.append(f"A/B against {self.ab}")
         if self.compare:
             parts.append(f"comparing with {self.compare}")
         if self.save:
@@ -278,6 +313,9 @@ _FIELD = {
     "bench_peaks": "peaks",
     "bench_ncu": "ncu",
     "bench_trace": "trace_dir",
+    "bench_ab": "ab",
+    "bench_settle_time": "settle_time",
+    "bench_ab_serve": "ab_serve",
     "bench_history": "history",
     "bench_alpha": "alpha",
     "bench_canary_normalize": "canary_normalize",
@@ -285,8 +323,8 @@ _FIELD = {
 # Options that mean "measure" when typed on the command line. In an ini file they only say what
 # to do when measuring: a project that keeps bench_json in pyproject.toml must not make every
 # plain `pytest` run measure.
-_IMPLY_BENCH = ("save", "compare", "ncu", "trace_dir", "json_path")
-_IMPLY_BENCH_FROM_INI = ("save", "compare")
+_IMPLY_BENCH = ("save", "compare", "ncu", "trace_dir", "json_path", "ab", "ab_serve")
+_IMPLY_BENCH_FROM_INI = ("save", "compare", "ab")
 
 
 def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings:
@@ -297,7 +335,7 @@ def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings
     """
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for opt in OPTIONS + INI_ONLY:
+    for opt in OPTIONS + INI_ONLY + (AB_SERVE,):
         raw, source = cli.get(opt.dest), "command line"
         if raw is None or raw is False:
             ini_raw = ini.get(opt.dest)
@@ -319,6 +357,12 @@ def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings
     for name in _IMPLY_BENCH:
         if values.get(name) and (sources[name] == "command line" or name in _IMPLY_BENCH_FROM_INI):
             values["enabled"] = True
+    if values.get("ab") and values.get("compare"):
+        raise SettingsError(
+            f"--bench-ab={values['ab']} and --bench-compare={values['compare']}: choose one. A/B measures the "
+            "reference in this job and gates on the paired difference; --bench-compare gates against a recorded "
+            "baseline (docs/usage.md, 'Which comparison')"
+        )
     settings = Settings(**values, sources=sources)
     _check_outputs(settings)
     return settings

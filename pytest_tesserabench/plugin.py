@@ -9,6 +9,7 @@ triton): ``pytest`` without ``--bench`` must cost next to nothing.
 
 from __future__ import annotations
 
+import argparse
 import warnings
 from pathlib import Path
 
@@ -19,7 +20,9 @@ from pytest_tesserabench import markers, options
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
 INTERPRET_KEY = pytest.StashKey["Switch"]()
+MISSING_KEY = pytest.StashKey[list]()
 REPORT_ATTR = "tesserabench"  # extra TestReport attribute; pytest-xdist carries it to the controller
+MISSING_ATTR = "tesserabench_missing"  # A/B: calls the reference made and this test did not
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -33,6 +36,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.addini(opt.ini, opt.help, default="")
     for opt in options.INI_ONLY:
         parser.addini(opt.ini, opt.help, default="")
+    serve = options.AB_SERVE
+    group.addoption(serve.flag, action="store", default=None, dest=serve.dest, help=argparse.SUPPRESS)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -57,7 +62,7 @@ def _ini(config: pytest.Config, name: str) -> str:
 def pytest_configure(config: pytest.Config) -> None:
     for line in markers.MARKERS:
         config.addinivalue_line("markers", line)
-    cli = {opt.dest: config.getoption(opt.dest) for opt in options.OPTIONS}
+    cli = {opt.dest: config.getoption(opt.dest) for opt in (*options.OPTIONS, options.AB_SERVE)}
     ini = {opt.ini: config.getini(opt.ini) for opt in options.OPTIONS + options.INI_ONLY}
     try:
         settings = options.resolve(cli, ini, Path(config.rootpath))
@@ -71,6 +76,7 @@ def pytest_configure(config: pytest.Config) -> None:
         cache_dir = Path(config.cache.mkdir("tesserabench"))
     state = BenchSession(settings, rootdir=Path(config.rootpath), cache_dir=cache_dir, is_worker=_is_worker(config))
     config.stash[SESSION_KEY] = state
+    _choose_measurer(config, state, cache_dir)
     hooks = SessionHooks(state, config)
     config.pluginmanager.register(hooks, SessionHooks.NAME)
     for warning in hooks.check_before_measuring():
@@ -85,6 +91,31 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         interpret.restore(switch)
         del config.stash[INTERPRET_KEY]
+
+
+def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> None:
+    """How bench() measures in this process: alone, as the candidate of --bench-ab, or as its
+    reference side (the pytest the candidate started in REF's worktree)."""
+    settings = state.settings
+    if settings.ab_serve:
+        from pytest_tesserabench.ab.serve import ServeLoop
+
+        state.measurer = ServeLoop(settings.ab_serve, BENCH_KEY)
+        config.pluginmanager.register(state.measurer, ServeLoop.NAME)
+    elif settings.ab:
+        from pytest_tesserabench.ab.lead import ABLead
+        from pytest_tesserabench.ab.worktree import ABError
+
+        folder = cache_dir if cache_dir is not None else Path(config.rootpath) / ".pytest_cache" / "d" / "tesserabench"
+        try:
+            state.ab = state.measurer = ABLead.open(settings, rootdir=Path(config.rootpath), cache_dir=folder)
+        except ABError as exc:
+            raise pytest.UsageError(str(exc)) from None
+        state.reference = state.ab.reference
+    else:
+        from pytest_tesserabench.sampling import LocalMeasurer
+
+        state.measurer = LocalMeasurer()
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -147,6 +178,7 @@ def bench(request: pytest.FixtureRequest):
     module = item.nodeid.split("::", 1)[0]
     fixture = Bench(
         instruments=state.instruments,
+        measurer=state.measurer,
         nodeid=item.nodeid,
         params=markers.record_params(callspec.params) if callspec else {},
         group=group or f"{module}::{getattr(item, 'originalname', item.name)}",
@@ -210,16 +242,32 @@ class SessionHooks:
         # The canary: timed at the start and end of every measuring run, on the controller (or on
         # a worker whose comparisons it normalises), under the device lock like any measurement.
         normalising = state.settings.canary_normalize and state.comparison is not None
+        if state.settings.ab_serve:
+            return
         if state.settings.enabled and (not state.is_worker or normalising):
             state.context.time_canary(state.instruments.device_lock)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if self.state.comparison is not None:
             self.state.comparison.count([item.nodeid for item in session.items])
+        if self.state.ab is not None:
+            self.state.ab.collected([item.nodeid for item in session.items if "bench" in item.fixturenames])
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
-        result = yield  # the test body raised: its own failure stands, nothing is judged
+        both_sides = self.state.ab is not None and "bench" in item.fixturenames
+        if both_sides:
+            from pytest_tesserabench.ab.worktree import ABError
+
+            try:
+                self.state.ab.begin_test(item.nodeid)
+            except ABError as exc:
+                pytest.fail(str(exc), pytrace=False)
+        try:
+            result = yield  # the test body raised: its own failure stands, nothing is judged
+        finally:
+            if both_sides:
+                self._end_test_on_both_sides(item)
         fixture = item.stash.get(BENCH_KEY, None)
         if fixture is None or not fixture.records:
             return result
@@ -250,6 +298,33 @@ class SessionHooks:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
 
+    def _end_test_on_both_sides(self, item: pytest.Item) -> None:
+        """The reference finished the test too: its records join ours; its calls we never made
+        are MISSING."""
+        from pytest_tesserabench.ab.worktree import ABError
+        from pytest_tesserabench.results import Verdict
+
+        try:
+            test = self.state.ab.end_test()
+        except ABError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        if test is None or test.finished is None:
+            return
+        fixture = item.stash.get(BENCH_KEY, None)
+        ours = fixture.records if fixture is not None else {}
+        theirs = {data.get("name"): data for data in test.finished.records}
+        for name, record in ours.items():
+            if record.ab is not None:
+                record.ab["reference"] = theirs.get(name)
+                record.ab["reference_outcome"] = test.finished.outcome
+        missing = []
+        for name in dict.fromkeys([*test.reference_unpaired, *test.finished.unpaired]):
+            if name not in ours:
+                record_id = item.nodeid if name is None else f"{item.nodeid}::{name}"
+                why = f"measured at {self.state.ab.reference.ref}, not made by this test"
+                missing.append(Verdict(id=record_id, status="MISSING", notes=(why,)).to_json() | {"id": record_id})
+        item.stash[MISSING_KEY] = missing
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
@@ -264,6 +339,8 @@ class SessionHooks:
                 )
             # As JSON: pytest-xdist carries plain data from a worker to the controller.
             setattr(report, REPORT_ATTR, [record.to_json(samples=True) for record in records])
+        if call.when == "call" and item.stash.get(MISSING_KEY, None):
+            setattr(report, MISSING_ATTR, item.stash[MISSING_KEY])
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -271,8 +348,11 @@ class SessionHooks:
         if report.when != "call":
             return
         self.state.ran.add(report.nodeid)
-        from pytest_tesserabench.results import BenchRecord
+        from pytest_tesserabench.results import BenchRecord, Verdict
 
+        for data in getattr(report, MISSING_ATTR, None) or ():
+            verdict = Verdict.from_json(data["id"], data, f"the MISSING verdict of {data['id']}")
+            self.state.ab_missing[verdict.id] = verdict
         records = []
         for data in getattr(report, REPORT_ATTR, None) or ():
             record = BenchRecord.from_json(_record_id(data), data)
@@ -301,6 +381,13 @@ class SessionHooks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        state = self.state
+        if state.ab is not None:
+            state.ab.close()
+            if not state.is_worker:  # the controller (or the only process) owns the worktree
+                from pytest_tesserabench.ab.worktree import remove
+
+                remove(state.ab.reference)
         config.pluginmanager.unregister(self, self.NAME)
 
 

@@ -409,6 +409,7 @@ class BenchRecord:
     telemetry: dict | None = None
     trace: str | None = None
     ncu: dict | None = None
+    ab: dict | None = None  # --bench-ab: the reference side and the pairs (see ab/lead.py)
     extra_info: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
     outcome: str | None = None
@@ -456,7 +457,7 @@ class BenchRecord:
             "outcome": self.outcome,
             "verdict": self.verdict.to_json() if self.verdict else None,
         }
-        for key in ("trace", "ncu"):
+        for key in ("trace", "ncu", "ab"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if samples:
@@ -512,11 +513,23 @@ class BenchRecord:
             telemetry=_json_object(data.get("telemetry"), f"{where}.telemetry", nullable=True),
             trace=_text(data.get("trace"), f"{where}.trace", nullable=True),
             ncu=_json_object(data.get("ncu"), f"{where}.ncu", nullable=True),
+            ab=_ab(data.get("ab"), f"{where}.ab"),
             extra_info=_json_object(data.get("extra_info", {}), f"{where}.extra_info"),
             verdict=Verdict.from_json(record_id, verdict, f"{where}.verdict") if verdict is not None else None,
             outcome=_text(data.get("outcome"), f"{where}.outcome", nullable=True),
             other=_extra_keys(data, known, where),
         )
+
+
+def _ab(data: Any, where: str) -> dict | None:
+    data = _json_object(data, where, nullable=True)
+    if data is None:
+        return None
+    _text(data.get("ref"), f"{where}.ref")
+    for i, value in enumerate(_list(data.get("log_ratios", []), f"{where}.log_ratios")):
+        _number(value, f"{where}.log_ratios[{i}]", nullable=False, low=-50.0, high=50.0)
+    _times(data.get("reference_rounds_ms", []), f"{where}.reference_rounds_ms")
+    return data
 
 
 def _roofline(data: Any, where: str) -> dict | None:
@@ -560,9 +573,9 @@ class RunDocument:
         return json.dumps(self.to_json(samples=samples), sort_keys=True, indent=2, allow_nan=False) + "\n"
 
     def for_baseline(self) -> RunDocument:
-        """A copy for a baseline's history: no raw samples, no verdicts (a verdict belongs to one
-        comparison, not to the history it is compared with)."""
-        benchmarks = {i: replace(r, samples_ms=[], verdict=None) for i, r in self.benchmarks.items()}
+        """A copy for a baseline's history: no raw samples, no verdicts and no A/B reference side (they
+        belong to one comparison, not to the history it is compared with)."""
+        benchmarks = {i: replace(r, samples_ms=[], verdict=None, ab=None) for i, r in self.benchmarks.items()}
         return replace(self, benchmarks=benchmarks)
 
     @classmethod

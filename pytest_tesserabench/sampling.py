@@ -60,8 +60,18 @@ class Measurement:
         return stats.summarize(self.rounds_ms, self.samples_ms, noisy=self.noisy)
 
 
-def measure(timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.perf_counter) -> Measurement:
-    """Warm up for ``budget.warmup`` seconds, then time rounds until the stopping rule fires."""
+@dataclass(frozen=True)
+class Plan:
+    """What warm-up and calibration decided: how a round is made."""
+
+    samples_per_round: int
+    warmup_calls: int
+    inner_loops: int
+
+
+def warm_up(timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.perf_counter) -> Plan:
+    """Warm up for ``budget.warmup`` seconds (at least one call), then calibrate the timer and
+    size rounds to about ``max_time / ROUNDS_PER_BUDGET``."""
     start = clock()
     durations = []
     while True:  # at least one warm-up call: first-call costs (compilation, caches) stay out
@@ -74,18 +84,37 @@ def measure(timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.p
     sample_s = per_call * timer.inner
     round_s = budget.max_time / ROUNDS_PER_BUDGET
     samples_per_round = int(min(MAX_SAMPLES_PER_ROUND, max(1, round_s // sample_s)))
+    return Plan(samples_per_round=samples_per_round, warmup_calls=len(durations), inner_loops=timer.inner)
 
-    result = Measurement(
+
+def take_round(timer: Timer, plan: Plan, into: Measurement) -> float:
+    """One round: its samples and median go into ``into``; returns the median (ms)."""
+    samples = timer.round(plan.samples_per_round)
+    into.samples_ms.extend(samples)
+    median = statistics.median(samples)
+    into.rounds_ms.append(median)
+    return median
+
+
+def start_measurement(timer: Timer, plan: Plan) -> Measurement:
+    return Measurement(
         timer=timer.name,
-        warmup_calls=len(durations),
-        inner_loops=timer.inner,
-        samples_per_round=samples_per_round,
+        warmup_calls=plan.warmup_calls,
+        inner_loops=plan.inner_loops,
+        samples_per_round=plan.samples_per_round,
     )
+
+
+def measure(
+    timer: Timer, budget: Budget, *, plan: Plan | None = None, clock: Callable[[], float] = time.perf_counter
+) -> Measurement:
+    """Warm up for ``budget.warmup`` seconds (unless ``plan`` says how, from an earlier warm-up),
+    then time rounds until the stopping rule fires."""
+    plan = plan or warm_up(timer, budget, clock=clock)
+    result = start_measurement(timer, plan)
     measuring_since = clock()
     while True:
-        samples = timer.round(samples_per_round)
-        result.samples_ms.extend(samples)
-        result.rounds_ms.append(statistics.median(samples))
+        take_round(timer, plan, result)
         elapsed = clock() - measuring_since
         enough_rounds = len(result.rounds_ms) >= budget.min_rounds
         if enough_rounds and stats.relative_ci_halfwidth(result.rounds_ms) <= budget.target_ci:
@@ -101,3 +130,10 @@ def measure(timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.p
             break
     result.elapsed_s = clock() - measuring_since
     return result
+
+
+class LocalMeasurer:
+    """How ``bench()`` measures by default: all rounds here, nothing compared while measuring."""
+
+    def measure(self, timer: Timer, budget: Budget, *, name: str | None, threshold: float):
+        return measure(timer, budget), None

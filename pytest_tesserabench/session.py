@@ -25,8 +25,12 @@ class BenchSession:
         self.context = RunContext(rootdir)
         self.instruments = Instruments(settings, cache_dir=cache_dir, machine_info=lambda: self.context.machine_info)
         self.comparison: BaselineComparison | None = None
+        self.ab = None  # ab.lead.ABLead with --bench-ab (in the process that runs tests)
+        self.reference = None  # ab.worktree.Reference with --bench-ab (every process)
+        self.measurer = None  # how bench() measures: sampling.LocalMeasurer, or a side of A/B
         self.records: dict[str, BenchRecord] = {}  # id -> record, in completion order
         self.ran: set[str] = set()  # node ids of tests that reported (controller), for MISSING
+        self.ab_missing: dict[str, Verdict] = {}  # calls the reference made and the candidate did not
 
     # -- before measuring --------------------------------------------------------------------------
     def open_baselines(self) -> str | None:
@@ -46,12 +50,20 @@ class BenchSession:
         self.comparison, warning = BaselineComparison.open(settings, key)
         return warning
 
+    @property
+    def comparing(self) -> bool:
+        return self.comparison is not None or self.settings.ab is not None
+
     # -- judging -----------------------------------------------------------------------------------
     def judge(self, records: list[BenchRecord], threshold: float) -> dict[str, Verdict]:
         """Verdicts for one test's records: IMPOSSIBLE where the throughput beats the device's
-        roofline, else the gate's against the baseline (when comparing)."""
+        roofline, else the gate's against the baseline or, with --bench-ab, the reference."""
         verdicts: dict[str, Verdict] = {}
-        if self.comparison is not None:
+        if self.settings.ab is not None:
+            from pytest_tesserabench.ab.verdicts import ab_verdicts
+
+            verdicts = ab_verdicts(records, threshold, machine=self.context.machine_info)
+        elif self.comparison is not None:
             candidate = self.context.document({r.id: r for r in records}, with_commit=False)
             verdicts = self.comparison.judge(candidate, {r.id: threshold for r in records})
         for record in records:
@@ -71,6 +83,7 @@ class BenchSession:
         verdicts = {i: r.verdict for i, r in self.records.items() if r.verdict is not None}
         if self.comparison is not None:
             verdicts.update(self.comparison.missing(self.records, self.ran))
+        verdicts.update({i: v for i, v in self.ab_missing.items() if i not in self.records})
         return verdicts
 
     # -- collecting ----------------------------------------------------------------------------------

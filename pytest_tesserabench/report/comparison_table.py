@@ -52,6 +52,7 @@ def render_comparison(
     canary_ratio: float | None,
     width: int = 120,
     color: bool = False,
+    canary: bool = True,
 ) -> str:
     """The terminal comparison section as text (ANSI colours only when ``color``)."""
     # The verdict comes first after the name; numbers never wrap (a split number misleads); on a
@@ -103,7 +104,7 @@ def render_comparison(
     )
     if canary_ratio is not None:
         console.print(f"canary: {canary_ratio:.3f}x the baseline's (machine-wide speed; 1.000 = same)")
-    else:
+    elif canary:
         console.print("canary: not available in one of the runs")
     if version_diffs:
         console.print("software differs from the baseline: " + "; ".join(version_diffs))

@@ -134,6 +134,31 @@ def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
     return lines
 
 
+def _write_ab_section(terminalreporter, state, width: int) -> None:
+    from pytest_tesserabench.report.comparison_table import render_comparison
+
+    terminalreporter.write_sep("-", f"A/B: {state.reference.describe()}")
+    terminalreporter.write(
+        render_comparison(
+            state.all_verdicts(),
+            version_diffs=[],
+            canary_ratio=None,
+            width=width,
+            color=terminalreporter.hasmarkup,
+            canary=False,
+        )  # fmt: skip
+    )
+    records = [r for r in state.records.values() if r.ab and r.ab.get("decision")]
+    settled = [r.ab["settle_s"] for r in records if r.ab.get("settle_s")]
+    if records:
+        pairs = sum(r.ab["decision"]["pairs"] for r in records)
+        line = f"A/B: {len(records)} benchmark(s) compared in {pairs} pairs of blocks"
+        if settled:
+            decided = sum(1 for r in records if r.ab.get("settle_s") and r.ab["decision"]["decided"])
+            line += f"; {len(settled)} needed settling ({sum(settled):.1f} s), {decided} of them then decided"
+        terminalreporter.write_line(line)
+
+
 def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
     from pytest_tesserabench import interpret
@@ -151,6 +176,8 @@ def header_lines(state, interpret_switch) -> list[str]:
     lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{triton}"]
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
+    if state.reference is not None:
+        lines.append(f"tesserabench: A/B, {state.reference.describe()}, worktree {state.reference.path}")
     archs = settings.arch
     if archs is None:
         archs = ("the live GPU's arch",) if info.get("gpu_count") else ("sm_90",)
@@ -170,6 +197,8 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         terminalreporter.write_sep("-", "static kernel analysis")
         for line in kernel_lines:
             terminalreporter.write_line(line)
+    if state.reference is not None:
+        _write_ab_section(terminalreporter, state, width)
     comparison = state.comparison
     if comparison is None:
         return

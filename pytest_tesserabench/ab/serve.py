@@ -1,0 +1,123 @@
+"""The reference side of ``--bench-ab``: this pytest runs in REF's worktree, collects the same
+test files, tells the candidate which tests it has, and then runs one test at a time on request.
+Inside a test, each ``bench()`` call does its first call and warm-up, says it is ready, and
+measures blocks of rounds when asked, until the candidate says done (or skip, or end: the
+candidate's test is over). When the test ends, its outcome and records go back.
+
+The reference measures without the device lock: the candidate holds it while it interleaves.
+"""
+
+from __future__ import annotations
+
+import os
+from multiprocessing.connection import Client
+
+import pytest
+
+from pytest_tesserabench import sampling
+from pytest_tesserabench.ab.reference import AUTHKEY_ENV
+
+
+class ServedTest:
+    def __init__(self) -> None:
+        self.ended = False  # the candidate's test is over: no more calls are measured
+        self.unpaired: list[str | None] = []
+        self.reports: list[pytest.TestReport] = []
+
+
+class ServeLoop:
+    NAME = "tesserabench-ab-serve"
+
+    def __init__(self, address: str, bench_key):
+        self.address = address
+        self.bench_key = bench_key
+        self.connection = None
+        self.collect_errors: list[str] = []
+        self.test: ServedTest | None = None
+
+    # -- pytest ------------------------------------------------------------------------------------
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collect_errors.append(f"{report.nodeid or 'collection'}: {_crash_line(report)}")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.test is not None:
+            self.test.reports.append(report)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        self.connection = Client(self.address, family="AF_UNIX", authkey=bytes.fromhex(os.environ[AUTHKEY_ENV]))
+        error = "; ".join(self.collect_errors[:3]) or None
+        self.connection.send({"op": "collected", "nodeids": [item.nodeid for item in session.items], "error": error})
+        items = {item.nodeid: item for item in session.items}
+        while error is None:
+            try:
+                message = self.connection.recv()
+            except (EOFError, OSError):
+                break
+            if message["op"] == "quit":
+                break
+            if message["op"] == "run":
+                self._run(items.get(message["nodeid"]))
+        self.connection.close()
+        return True
+
+    def _run(self, item) -> None:
+        if item is None:
+            self.connection.send({"op": "test_done", "outcome": "absent"})
+            return
+        self.test = test = ServedTest()
+        # nextitem=None: every fixture is torn down after the test, so any test can come next.
+        item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
+        self.test = None
+        failed = [r for r in test.reports if r.failed]
+        skipped = any(r.skipped for r in test.reports)
+        error = _crash_line(failed[0]) if failed else None
+        fixture = item.stash.get(self.bench_key, None)
+        records = [record.to_json(samples=False) for record in fixture.records.values()] if fixture else []
+        self.connection.send(
+            {
+                "op": "test_done",
+                "outcome": "failed" if failed else "skipped" if skipped else "passed",
+                "error": error,
+                "records": records,
+                "unpaired": test.unpaired,
+            }
+        )
+
+    # -- the measurer ------------------------------------------------------------------------------
+    def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float):
+        plan = sampling.warm_up(timer, budget)
+        measurement = sampling.start_measurement(timer, plan)
+        test = self.test
+        if test is None:  # not a test the candidate asked for (cannot happen in serve mode)
+            return measurement, None
+        if not test.ended and self.connection.poll(0):  # the candidate's test ended meanwhile
+            message = self.connection.recv()
+            test.ended = message["op"] == "end"
+        if test.ended:
+            test.unpaired.append(name)
+            return measurement, None
+        self.connection.send({"op": "ready", "name": name, "timer": timer.name})
+        while True:
+            message = self.connection.recv()
+            op = message["op"]
+            if op == "block":
+                rounds = [sampling.take_round(timer, plan, measurement) for _ in range(message["rounds"])]
+                self.connection.send({"op": "rounds", "rounds_ms": rounds})
+                continue
+            if op in ("skip", "end"):
+                test.unpaired.append(name)
+                test.ended = op == "end"
+            break  # done, skip or end
+        return measurement, None
+
+
+def _crash_line(report) -> str:
+    """The one line that says what went wrong: the exception and its message."""
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None and getattr(crash, "message", None):
+        return crash.message.strip().splitlines()[0][:300]
+    lines = [line for line in str(report.longrepr).strip().splitlines() if line.startswith("E ")]
+    lines = lines or str(report.longrepr).strip().splitlines() or ["?"]
+    return lines[-1].removeprefix("E").strip()[:300]

@@ -1,0 +1,56 @@
+"""Verdicts of an A/B comparison, per record: the paired decision made while measuring, with the
+kernel figures of both sides compared as the gate does (same machine, same Triton: gated)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import replace
+
+from pytest_tesserabench import gate
+from pytest_tesserabench.kernel_gate import SEVERITY_RANK, compare_kernels
+from pytest_tesserabench.results import BenchRecord, Verdict
+
+
+def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) -> dict[str, Verdict]:
+    verdicts = {}
+    for record in records:
+        ab = record.ab
+        if ab is None:
+            continue
+        reference = ab.get("reference") or {}
+        kernels = compare_kernels(record.kernels, reference.get("kernels"))
+        decision = ab.get("decision")
+        where = f"{ab.get('ref')} ({str(ab.get('sha'))[:10]})"
+        if decision is None:
+            notes = (f"not compared with {where}: {ab.get('unpaired', 'not measured there')}", *kernels.notes)
+            verdicts[record.id] = Verdict(id=record.id, status="NEW", notes=notes)
+            continue
+        reference_rounds = ab.get("reference_rounds_ms") or []
+        notes = list(kernels.notes)
+        if ab.get("settle_s"):
+            notes.append(f"settled: {ab['settle_s']:.1f} s of extra A/B pairs")
+        if ab.get("reference_outcome") not in (None, "passed"):
+            notes.append(f"the test {ab['reference_outcome']} at {where}")
+        paired = gate.PairedDecision(
+            status=decision["status"],
+            decided=decision["decided"],
+            ratio=decision["ratio"],
+            ci=tuple(decision["ci"]),
+            p_value=decision["p_value"],
+            threshold=decision["threshold"],
+            pairs=decision["pairs"],
+            alpha_per_look=0.0,
+        )
+        verdict = gate.paired_verdict(
+            record.id,
+            paired,
+            candidate_ms=record.median_ms,
+            reference_ms=statistics.median(reference_rounds) if reference_rounds else None,
+            alpha_per_test=ab.get("alpha_per_test"),
+            notes=tuple(notes),
+        )
+        if kernels.regressions:
+            severity = max(verdict.severity, kernels.severity, key=lambda s: SEVERITY_RANK[s])
+            verdict = replace(verdict, status="REGRESSED", severity=severity, reasons=kernels.reasons)
+        verdicts[record.id] = verdict
+    return verdicts

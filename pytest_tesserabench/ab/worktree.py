@@ -1,0 +1,91 @@
+"""REF, checked out into a git worktree under the pytest cache, and removed again."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class ABError(Exception):
+    """A/B cannot run as asked; the message names the culprit and the fix."""
+
+
+@dataclass(frozen=True)
+class Reference:
+    ref: str  # as the user wrote it
+    sha: str
+    path: Path  # the worktree
+    repo: Path  # the repository's top level
+    dirty: int  # uncommitted changes in the working tree (the candidate)
+
+    def describe(self) -> str:
+        tree = "the working tree" + (f" ({self.dirty} uncommitted change(s))" if self.dirty else "")
+        return f"{tree} vs {self.ref} ({self.sha[:10]})"
+
+
+def _git(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise ABError("--bench-ab needs git, and git is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise ABError(f"--bench-ab: `git {' '.join(args)}` did not finish in {timeout:.0f} s") from None
+
+
+def resolve(rootdir: Path, ref: str) -> tuple[Path, str, int]:
+    """(repository top level, the commit REF names, uncommitted changes); ABError otherwise."""
+    top = _git(rootdir, "rev-parse", "--show-toplevel")
+    if top.returncode != 0:
+        raise ABError(f"--bench-ab={ref}: {rootdir} is not in a git repository; A/B compares with a git ref")
+    repo = Path(top.stdout.strip())
+    found = _git(repo, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if found.returncode != 0 or not found.stdout.strip():
+        raise ABError(
+            f"--bench-ab={ref}: git knows no commit by that name; give a branch, tag or sha "
+            "(e.g. --bench-ab=origin/main; in CI, fetch it first: git fetch origin main)"
+        )
+    status = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    dirty = len(status.stdout.splitlines()) if status.returncode == 0 else 0
+    return repo, found.stdout.strip(), dirty
+
+
+def checkout(rootdir: Path, ref: str, cache_dir: Path) -> Reference:
+    """REF checked out (detached) into ``cache_dir/ab-<sha>``; reused when already there."""
+    from filelock import FileLock
+
+    repo, sha, dirty = resolve(rootdir, ref)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    path = cache_dir / f"ab-{sha[:12]}"
+    with FileLock(str(cache_dir / ".ab.lock")):  # xdist workers and the controller share it
+        remove_stale(repo, cache_dir, keep=path)
+        head = _git(path, "rev-parse", "HEAD") if path.is_dir() else None
+        if head is None or head.returncode != 0 or head.stdout.strip() != sha:
+            _remove(repo, path)
+            added = _git(repo, "worktree", "add", "--detach", "--force", str(path), sha, timeout=600)
+            if added.returncode != 0:
+                raise ABError(f"--bench-ab={ref}: could not check {sha[:10]} out: {added.stderr.strip()}")
+    return Reference(ref=ref, sha=sha, path=path, repo=repo, dirty=dirty)
+
+
+def _remove(repo: Path, path: Path) -> None:
+    if path.exists():
+        _git(repo, "worktree", "remove", "--force", str(path))
+        shutil.rmtree(path, ignore_errors=True)
+    _git(repo, "worktree", "prune")
+
+
+def remove_stale(repo: Path, cache_dir: Path, keep: Path | None = None) -> None:
+    """Worktrees an earlier run left behind (killed before it could clean up)."""
+    for stale in cache_dir.glob("ab-*"):
+        if stale.is_dir() and stale != keep:
+            _remove(repo, stale)
+
+
+def remove(reference: Reference) -> None:
+    """The worktree of this run, gone; git forgets it too."""
+    from filelock import FileLock
+
+    with FileLock(str(reference.path.parent / ".ab.lock")):
+        _remove(reference.repo, reference.path)

@@ -1,0 +1,170 @@
+"""Same-job A/B against a git ref (--bench-ab), on throwaway git repositories. The workload runs
+on a fake clock (2 ms a call, 1% noise), so verdicts do not depend on the machine's load; what is
+real is everything else: the worktree, the reference process, the protocol, the pairing."""
+
+import json
+import subprocess
+
+import pytest
+
+WORKLOAD = """
+import math, os, random, time, pytest
+
+SCALE = {"a": 1.0, "b": 1.0, "c": 1.0}
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    now = [0]
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
+    return now
+
+def kernel_for(name, fake_clock):
+    rng = random.Random(f"{os.getpid()}-{name}")
+    def kernel():
+        fake_clock[0] += int(2e6 * SCALE[name] * math.exp(rng.gauss(0, 0.01)))
+    return kernel
+
+@pytest.mark.parametrize("name", ["a", "b", "c"])
+def test_work(bench, name, fake_clock):
+    bench(kernel_for(name, fake_clock))
+"""
+ARGS = ("--bench-max-time=0.1", "--bench-warmup=0", "-p", "no:randomly")
+
+
+def git(path, *args):
+    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout
+
+
+def commit(path, message="change"):
+    git(path, "add", "-A")
+    git(path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", message)
+
+
+@pytest.fixture
+def repo(pytester, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    git(pytester.path, "init", "-q", "-b", "main")
+    pytester.makepyfile(test_w=WORKLOAD)
+    (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n")
+    commit(pytester.path, "base")
+    return pytester
+
+
+def slow_down(pytester, name, factor):
+    path = pytester.path / "test_w.py"
+    path.write_text(path.read_text().replace(f'"{name}": 1.0', f'"{name}": {factor}'))
+
+
+def worktrees(pytester):
+    return [line for line in git(pytester.path, "worktree", "list").splitlines() if "ab-" in line]
+
+
+def test_a_slowdown_fails_exactly_its_test_and_both_sides_are_recorded(repo, tmp_path):
+    slow_down(repo, "b", 1.3)
+    out = tmp_path / "run.json"
+    result = repo.runpytest("--bench-ab=main", f"--bench-json={out}", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "tesserabench: A/B, the working tree (1 uncommitted change(s)) vs main (*)*",
+            "test_w.py::test_work[[]b[]]: REGRESSED (severe), 2.00 ms -> 2.6? ms, +*% [[]+*%, +*%[]], p=*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*1 regressed, 2 unchanged*", "A/B: 3 benchmark(s) compared in * pairs of blocks*"])
+    run = json.loads(out.read_text())["benchmarks"]
+    b = run["test_w.py::test_work[b]"]
+    assert b["verdict"]["status"] == "REGRESSED" and 1.25 < b["verdict"]["ratio"] < 1.35
+    assert len(b["ab"]["log_ratios"]) >= 6 and b["ab"]["reference"]["timer"] == "cpu"
+    assert b["ab"]["reference"]["rounds_ms"] == b["ab"]["reference_rounds_ms"]  # the reference side, recorded
+    assert run["test_w.py::test_work[a]"]["verdict"]["status"] == "UNCHANGED"
+    assert worktrees(repo) == []  # removed at the end
+
+
+def test_new_missing_and_a_test_that_fails_on_the_reference(repo):
+    path = repo.path / "test_w.py"
+    path.write_text(
+        path.read_text()
+        + """
+def test_labelled(bench, fake_clock):
+    bench(kernel_for("a", fake_clock))
+    bench(kernel_for("c", fake_clock), name="old")
+
+def test_broken_at_ref(bench, fake_clock):
+    assert False, "broken at the reference"
+"""
+    )
+    commit(repo.path, "reference with a labelled call and a broken test")
+    path.write_text(
+        path.read_text().replace('    bench(kernel_for("c", fake_clock), name="old")\n', "")
+        .replace('    assert False, "broken at the reference"\n', '    bench(kernel_for("b", fake_clock))\n')
+        + "\ndef test_new(bench, fake_clock):\n    bench(kernel_for('a', fake_clock))\n"
+    )  # fmt: skip
+    result = repo.runpytest("--bench-ab=HEAD", *ARGS)
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines(
+        ["*test_w.py::test_labelled::old *MISSING*", "*measured at HEAD, not made by this test*"]
+    )
+    result.stdout.fnmatch_lines(["*test_w.py::test_new *NEW*", "*no such test at the reference*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_w.py::test_broken_at_ref *NEW*",
+            "*the test failed at the reference: AssertionError: broken at the reference*",
+        ]
+    )
+
+
+def test_under_xdist_and_with_save(repo):
+    slow_down(repo, "c", 1.3)
+    result = repo.runpytest("--bench-ab=main", "--bench-save=main", "-n", "2", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_work[[]c[]]: REGRESSED (severe)*"])
+    saved = json.loads(next((repo.path / "baselines" / "main").glob("*.json")).read_text())
+    records = saved["runs"][0]["benchmarks"]
+    assert sorted(records) == ["test_w.py::test_work[a]", "test_w.py::test_work[b]"]
+    assert all("ab" not in r and r["verdict"] is None for r in records.values())  # a comparison's, not history
+    assert worktrees(repo) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--bench-ab=nope"], "--bench-ab=nope: git knows no commit by that name*git fetch origin main*"),
+        (["--bench-ab=main", "--bench-compare=main"], "*--bench-ab=main and --bench-compare=main: choose one*"),
+    ],
+)
+def test_bad_refs_and_combinations_are_one_line_each(repo, args, message):
+    result = repo.runpytest(*args, *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: {message}"])
+    assert not (repo.path / "baselines").exists() and worktrees(repo) == []
+
+
+def test_outside_a_git_repository(pytester):
+    pytester.makepyfile(test_w=WORKLOAD)
+    result = pytester.runpytest("--bench-ab=main", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --bench-ab=main: * is not in a git repository*"])
+
+
+def test_a_reference_whose_tests_do_not_collect(repo):
+    (repo.path / "test_w.py").write_text("import not_a_module\n")
+    commit(repo.path, "broken")
+    (repo.path / "test_w.py").write_text(WORKLOAD)
+    result = repo.runpytest("--bench-ab=HEAD", *ARGS)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["*--bench-ab=HEAD: the tests do not collect at *: *No module named 'not_a_module'*"])
+    assert worktrees(repo) == []
+
+
+def test_the_worktree_goes_even_after_ctrl_c_and_a_killed_runs_is_cleared(repo):
+    path = repo.path / "test_w.py"
+    path.write_text(path.read_text() + "\ndef test_stop():\n    raise KeyboardInterrupt\n")
+    result = repo.runpytest_subprocess("--bench-ab=main", *ARGS)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert worktrees(repo) == []
+    # A run killed outright leaves its worktree; the next run clears it.
+    stale = repo.path / ".pytest_cache" / "d" / "tesserabench" / "ab-000000000000"
+    git(repo.path, "worktree", "add", "--detach", str(stale), "main")
+    path.write_text(WORKLOAD)
+    repo.runpytest("--bench-ab=main", *ARGS).assert_outcomes(passed=3)
+    assert worktrees(repo) == [] and not stale.exists()
