@@ -80,12 +80,25 @@ class BaselineComparison:
         )
 
     @functools.cached_property
+    def model(self):
+        """The run-effect model of the baseline (run_effect.BaselineModel), or None with fewer than
+        run_effect.MIN_BENCHMARKS benchmarks (or another machine's baseline)."""
+        import math
+
+        from pytest_tesserabench import gate, run_effect
+
+        if not self.same_machine:
+            return None
+        canaries = [math.log(c) for c in (gate.canary_centre([run]) for run in self.runs) if c]
+        return run_effect.fit(gate.run_centres(self.runs), len(self.runs), canaries)
+
+    @functools.cached_property
     def priors(self) -> dict[str, float]:
         """The gate's per-benchmark drift priors: a function of the baseline alone, so computed
         once per session rather than once per test."""
         from pytest_tesserabench import gate
 
-        return gate.baseline_priors(self.runs, self.config.between_run_floor)
+        return gate.baseline_priors(self.runs, self.config.between_run_floor, self.model)
 
     @functools.cached_property
     def tests(self) -> dict[str, str]:
@@ -98,10 +111,17 @@ class BaselineComparison:
         self.n_compared = sum(1 for test in self.tests.values() if test in selected)
 
     # -- verdicts ----------------------------------------------------------------------------------
-    def judge(self, candidate: RunDocument, thresholds: dict[str, float]) -> dict[str, Verdict]:
-        """Verdicts for one test's records (the candidate run) against the baseline."""
-        from pytest_tesserabench import gate
+    def judge(
+        self, candidate: RunDocument, thresholds: dict[str, float], measured: dict[str, float], canary: float | None
+    ) -> dict[str, Verdict]:
+        """Verdicts for one test's records (the candidate run) against the baseline. ``measured``:
+        the log centres of every benchmark this process measured so far (this test's included),
+        from which the run's shared shift is estimated; ``canary``: this run's log canary."""
+        from pytest_tesserabench import gate, run_effect
 
+        shifts = None
+        if self.model is not None:
+            shifts = {i: run_effect.candidate_shift(self.model, measured, i, canary) for i in candidate.benchmarks}
         verdicts = gate.compare_runs(
             [candidate],
             self.runs,
@@ -110,6 +130,8 @@ class BaselineComparison:
             thresholds=thresholds,
             priors=self.priors,
             timings=self.same_machine,
+            model=self.model,
+            shifts=shifts,
         )
         return {i: v for i, v in verdicts.items() if i in candidate.benchmarks}
 
@@ -122,6 +144,16 @@ class BaselineComparison:
             for record_id, test in self.tests.items()
             if record_id not in records and test in ran
         }
+
+    def suite_shift(self, measured: dict[str, float], canary: float | None):
+        """The whole run's shift (run_effect.SuiteShift), or None when the model does not apply."""
+        from pytest_tesserabench import run_effect
+
+        if self.model is None:
+            return None
+        return run_effect.suite_shift(
+            self.model, measured, canary, threshold=self.settings.threshold, alpha=self.settings.alpha
+        )
 
     def not_run(self, ran: set[str]) -> int:
         """Baseline benchmarks whose tests did not run at all (deselected, or deleted)."""

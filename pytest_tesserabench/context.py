@@ -41,6 +41,13 @@ class RunContext:
         with lock():
             self.canary_ms.extend(measure_canary())
 
+    def log_canary(self) -> float | None:
+        """This run's canary (log of its median), or None before it was timed."""
+        import math
+        import statistics
+
+        return math.log(statistics.median(self.canary_ms)) if self.canary_ms else None
+
     def document(self, records: dict[str, BenchRecord], *, with_commit: bool = True) -> RunDocument:
         """The run as a document, from values: the records given, this run's description."""
         return RunDocument(

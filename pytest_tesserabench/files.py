@@ -22,6 +22,7 @@ import json
 import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -162,17 +163,23 @@ def write_atomic(path: Path, content: str | bytes) -> None:
         raise
 
 
-def _write_special(path: Path, data: bytes) -> None:
+def _write_special(path: Path, data: bytes, *, wait_for_reader_s: float = 2.0) -> None:
     """A device or FIFO has no contents to protect: write straight into it. A FIFO nobody reads
-    would block forever, so it is opened without blocking first (ENXIO: no reader)."""
-    try:
-        handle = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:
-            raise FileProblem(
-                f"{path}: a FIFO that nobody reads; start the reader first, or give a file path"
-            ) from None
-        raise
+    would block forever, so it is opened without blocking (ENXIO: no reader yet), giving a reader
+    that is just starting a moment to open its end."""
+    deadline = time.monotonic() + wait_for_reader_s
+    while True:
+        try:
+            handle = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:
+                raise
+            if time.monotonic() > deadline:
+                raise FileProblem(
+                    f"{path}: a FIFO that nobody reads; start the reader first, or give a file path"
+                ) from None
+            time.sleep(0.02)
     os.set_blocking(handle, True)  # a reader exists: write all of it, however slowly it reads
     with os.fdopen(handle, "wb") as stream:
         stream.write(data)

@@ -208,15 +208,19 @@ def decide(
     *,
     shift: np.ndarray | float = 0.0,
     thresholds: np.ndarray | float | None = None,
+    extra_var: np.ndarray | float = 0.0,
 ) -> Decision:
-    """The rule. ``shift`` is subtracted from D (canary normalisation, log)."""
+    """The rule. ``shift`` is subtracted from D (canary normalisation, log); ``extra_var`` is
+    added to Var(D) (the uncertainty of an estimated run shift)."""
     nu0 = float(config.prior_runs)
     df = nu0 + nc.between_df
     floor2 = config.between_run_floor**2
     between = np.maximum(floor2, (nu0 * prior_var + nc.between_df * nc.between_est) / np.maximum(df, 1e-12))
     df = np.maximum(df, 1.0)  # no history information at all: Cauchy tails, very cautious
-    var = _median_factor(nc.n_cand) / nc.n_cand * (between + nc.within_cand) + _median_factor(nc.n_base) / nc.n_base * (
-        between + nc.within_base
+    var = (
+        _median_factor(nc.n_cand) / nc.n_cand * (between + nc.within_cand)
+        + _median_factor(nc.n_base) / nc.n_base * (between + nc.within_base)
+        + extra_var
     )
     sd = np.sqrt(var)
     diff = nc.diff - shift
@@ -261,9 +265,33 @@ def _records(runs: list[RunDocument], bench_id: str) -> list[BenchRecord]:
     return [run.benchmarks[bench_id] for run in runs if bench_id in run.benchmarks]
 
 
-def _run_summaries(records: list[BenchRecord]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    rows = [summarise_rounds(r) for r in (_log_rounds(rec) for rec in records) if r.size]
+def _run_summaries(records: list[BenchRecord], shifts: list[float] | None = None):
+    """(centres, within-run variances, rounds) of the runs, each centre less its run's shift."""
+    shifts = shifts or [0.0] * len(records)
+    rows = [
+        (centre - shift, within, n)
+        for (centre, within, n), shift, size in (
+            (summarise_rounds(r), s, r.size) for r, s in zip((_log_rounds(rec) for rec in records), shifts)
+        )
+        if size
+    ]
     return tuple(np.array([[float(row[i]) for row in rows]]) for i in range(3))  # type: ignore[return-value]
+
+
+def run_centres(runs: list[RunDocument]) -> dict[str, dict[int, float]]:
+    """Benchmark id -> {run index: log centre} over the runs that measured it."""
+    centres: dict[str, dict[int, float]] = {}
+    for index, run in enumerate(runs):
+        for bench_id, record in run.benchmarks.items():
+            rounds = _log_rounds(record)
+            if rounds.size:
+                centres.setdefault(bench_id, {})[index] = float(np.median(rounds))
+    return centres
+
+
+def log_centre(record: BenchRecord) -> float | None:
+    rounds = _log_rounds(record)
+    return float(np.median(rounds)) if rounds.size else None
 
 
 def severity_of(ratio: float) -> str:
@@ -278,7 +306,7 @@ def _worse(a: str | None, b: str | None) -> str | None:
     return a if SEVERITY_RANK[a] >= SEVERITY_RANK[b] else b
 
 
-def _canary_centre(runs: list[RunDocument]) -> float | None:
+def canary_centre(runs: list[RunDocument]) -> float | None:
     centres = [
         float(np.median([c for c in run.canary_ms if c > 0])) for run in runs if any(c > 0 for c in run.canary_ms)
     ]
@@ -287,7 +315,7 @@ def _canary_centre(runs: list[RunDocument]) -> float | None:
 
 def canary_ratio(candidate_runs: list[RunDocument], baseline_runs: list[RunDocument]) -> float | None:
     """Candidate canary / baseline canary (medians of per-run medians); None if either lacks one."""
-    cand, base = _canary_centre(candidate_runs), _canary_centre(baseline_runs)
+    cand, base = canary_centre(candidate_runs), canary_centre(baseline_runs)
     if cand is None or base is None:
         return None
     return cand / base
@@ -325,9 +353,10 @@ def settle_hint(history: int, noise: float | None) -> str:
     return "re-run to confirm; a longer baseline history narrows the interval"
 
 
-def baseline_priors(baseline_runs: list[RunDocument], floor: float) -> dict[str, float]:
+def baseline_priors(baseline_runs: list[RunDocument], floor: float, model=None) -> dict[str, float]:
     """The suite prior of each benchmark (median drift of the *other* benchmarks, never below
-    ``floor``), from the baseline history alone.
+    ``floor``), from the baseline history alone (with ``model``: of the residuals, the run
+    shifts removed).
 
     Taking it from the baseline rather than from this session's results makes a benchmark's
     verdict independent of which other tests ran (``-k``, xdist workers, per-test failing); the
@@ -336,10 +365,11 @@ def baseline_priors(baseline_runs: list[RunDocument], floor: float) -> dict[str,
     ids: list[str] = []
     parts: list[NoiseComponents] = []
     for bench_id in {i: None for run in baseline_runs for i in run.benchmarks}:
-        measured = [rec for rec in _records(baseline_runs, bench_id) if rec.measured_rounds]
-        if not measured:
+        indexed = [(j, rec) for j, rec in _indexed(baseline_runs, bench_id) if rec.measured_rounds]
+        if not indexed:
             continue
-        centres, within, rounds = _run_summaries(measured)
+        shifts = [model.run_shifts[j] for j, _ in indexed] if model is not None else None
+        centres, within, rounds = _run_summaries([rec for _, rec in indexed], shifts)
         # The first run stands in for a candidate: one run adds no squares to the drift estimate.
         parts.append(noise_components(centres, within, rounds, centres[..., :1], within[..., :1], rounds[..., :1]))
         ids.append(bench_id)
@@ -347,6 +377,10 @@ def baseline_priors(baseline_runs: list[RunDocument], floor: float) -> dict[str,
         return {}
     nc = concat_components(parts)
     return dict(zip(ids, suite_prior(nc.between_est, nc.between_df, floor).tolist()))
+
+
+def _indexed(runs: list[RunDocument], bench_id: str) -> list[tuple[int, BenchRecord]]:
+    return [(j, run.benchmarks[bench_id]) for j, run in enumerate(runs) if bench_id in run.benchmarks]
 
 
 def compare_runs(
@@ -358,6 +392,8 @@ def compare_runs(
     thresholds: Mapping[str, float] | None = None,
     priors: Mapping[str, float] | None = None,
     timings: bool = True,
+    model=None,
+    shifts: Mapping[str, Any] | None = None,
 ) -> dict[str, Verdict]:
     """Verdict per benchmark id, for the candidate run(s) against the baseline history.
 
@@ -366,7 +402,9 @@ def compare_runs(
     ``bench(threshold=...)`` marker). ``priors``: ``baseline_priors(baseline_runs, floor)``
     when the caller judges many tests against one baseline and computes it once.
     ``timings=False``: the baseline comes from another machine; only the deterministic kernel
-    figures are compared.
+    figures are compared. ``model`` (run_effect.BaselineModel) and ``shifts`` (benchmark id ->
+    run_effect.Shift of the candidate run): judge each benchmark with the shared run shifts
+    removed from the baseline's runs and from this one (history mode's run-effect model).
     """
     config = config or GateConfig()
     thresholds = thresholds or {}
@@ -374,7 +412,7 @@ def compare_runs(
     candidate_machine = candidate_runs[-1].machine if candidate_runs else {}
 
     verdicts: dict[str, Verdict] = {}
-    gated: list[tuple[str, NoiseComponents, Any, int]] = []
+    gated: list[tuple[str, NoiseComponents, Any, int, Any]] = []
     for bench_id in ids:
         cand, base = _records(candidate_runs, bench_id), _records(baseline_runs, bench_id)
         old_kernels, old_machine = _latest_with_kernels(baseline_runs, bench_id)
@@ -411,20 +449,27 @@ def compare_runs(
                 **common,
             )
             continue
-        nc = noise_components(*_run_summaries(base), *_run_summaries(cand_measured))
-        gated.append((bench_id, nc, kernels, history))
+        base_indexed = [(j, rec) for j, rec in _indexed(baseline_runs, bench_id) if rec.measured_rounds]
+        base_shifts = [model.run_shifts[j] for j, _ in base_indexed] if model is not None else None
+        shift = (shifts or {}).get(bench_id) if model is not None else None
+        cand_shifts = [shift.value] * len(cand_measured) if shift is not None else None
+        nc = noise_components(
+            *_run_summaries([rec for _, rec in base_indexed], base_shifts), *_run_summaries(cand_measured, cand_shifts)
+        )
+        gated.append((bench_id, nc, kernels, history, shift))
 
     if gated:
         m = n_compared if n_compared is not None else len(gated)
         nc_all = concat_components(g[1] for g in gated)
         if priors is None:
-            priors = baseline_priors(baseline_runs, config.between_run_floor)
+            priors = baseline_priors(baseline_runs, config.between_run_floor, model)
         prior = np.array([priors.get(g[0], config.between_run_floor**2) for g in gated])
         ratio = canary_ratio(candidate_runs, baseline_runs) if config.normalize_by_canary else None
         shift = math.log(ratio) if ratio else 0.0
         theta_in = np.array([thresholds.get(g[0], config.threshold) for g in gated], dtype=float)
-        dec = decide(nc_all, prior, config, m, shift=shift, thresholds=theta_in)
-        for i, (bench_id, nc, kernels, history) in enumerate(gated):
+        extra = np.array([g[4].variance if g[4] is not None else 0.0 for g in gated])
+        dec = decide(nc_all, prior, config, m, shift=shift, thresholds=theta_in, extra_var=extra)
+        for i, (bench_id, nc, kernels, history, run_shift) in enumerate(gated):
             status = str(dec.status[i])
             r = math.exp(float(dec.diff[i]))
             notes = list(kernels.notes)
@@ -432,6 +477,10 @@ def compare_runs(
                 notes.append(f"baseline has {history} run(s); drift assumed, not measured")
             if ratio:
                 notes.append(f"normalised by the canary ratio {ratio:.3f}")
+            if run_shift is not None and abs(run_shift.value) >= 0.01:
+                notes.append(
+                    f"this run's shared shift {math.expm1(run_shift.value) * 100:+.1f}% removed ({run_shift.source})"
+                )
             severity = severity_of(r) if status == "REGRESSED" else None
             if kernels.regressions:
                 status, severity = "REGRESSED", _worse(severity, kernels.severity)

@@ -241,10 +241,10 @@ class SessionHooks:
         state = self.state
         # The canary: timed at the start and end of every measuring run, on the controller (or on
         # a worker whose comparisons it normalises), under the device lock like any measurement.
-        normalising = state.settings.canary_normalize and state.comparison is not None
         if state.settings.ab_serve:
             return
-        if state.settings.enabled and (not state.is_worker or normalising):
+        # Workers time it too when comparing: the run-effect model reads this run's canary.
+        if state.settings.enabled and (not state.is_worker or state.comparison is not None):
             state.context.time_canary(state.instruments.device_lock)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -377,7 +377,8 @@ class SessionHooks:
             state.context.time_canary(state.instruments.device_lock)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         failed = write_outputs(state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-        if failed:
+        state.suite = state.suite_shift()
+        if failed or (state.suite is not None and state.suite.failed):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:

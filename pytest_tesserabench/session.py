@@ -31,6 +31,8 @@ class BenchSession:
         self.records: dict[str, BenchRecord] = {}  # id -> record, in completion order
         self.ran: set[str] = set()  # node ids of tests that reported (controller), for MISSING
         self.ab_missing: dict[str, Verdict] = {}  # calls the reference made and the candidate did not
+        self.measured: dict[str, float] = {}  # id -> log centre, of what this process measured
+        self.suite = None  # run_effect.SuiteShift of the whole run (controller, at the end)
 
     # -- before measuring --------------------------------------------------------------------------
     def open_baselines(self) -> str | None:
@@ -64,8 +66,16 @@ class BenchSession:
 
             verdicts = ab_verdicts(records, threshold, machine=self.context.machine_info)
         elif self.comparison is not None:
+            from pytest_tesserabench.gate import log_centre
+
+            for record in records:
+                centre = log_centre(record)
+                if centre is not None:
+                    self.measured[record.id] = centre
             candidate = self.context.document({r.id: r for r in records}, with_commit=False)
-            verdicts = self.comparison.judge(candidate, {r.id: threshold for r in records})
+            verdicts = self.comparison.judge(
+                candidate, {r.id: threshold for r in records}, self.measured, self.context.log_canary()
+            )
         for record in records:
             reason = self.instruments.impossible(
                 timer=record.timer,
@@ -77,6 +87,15 @@ class BenchSession:
             if reason:
                 verdicts[record.id] = Verdict(id=record.id, status="IMPOSSIBLE", severity="severe", reasons=(reason,))
         return verdicts
+
+    def suite_shift(self):
+        """The run's suite-wide shift against the baseline (controller: every record), or None."""
+        if self.comparison is None:
+            return None
+        from pytest_tesserabench.gate import log_centre
+
+        centres = {i: c for i, c in ((i, log_centre(r)) for i, r in self.records.items()) if c is not None}
+        return self.comparison.suite_shift(centres, self.context.log_canary())
 
     def all_verdicts(self) -> dict[str, Verdict]:
         """Every verdict of the session (controller): those given per test, plus MISSING ones."""

@@ -215,6 +215,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
             color=terminalreporter.hasmarkup,
         )
     )
+    if state.suite is not None:
+        line = state.suite.line()
+        terminalreporter.write_line(("FAILED: " if state.suite.failed else "") + line, red=state.suite.failed)
     not_run = comparison.not_run(state.ran)
     if not_run:
         terminalreporter.write_line(

@@ -1,0 +1,164 @@
+"""The run-effect model of history mode: log time = benchmark effect + run effect + noise.
+
+Drift on a real machine is mostly shared by every benchmark of a run (clocks, load from other
+jobs, thermal state). Modelled as independent per benchmark, it looks like large per-benchmark
+noise (the gate loses power) and a loaded run looks like a suite-wide regression (false alarms).
+So the baseline history is decomposed robustly (Tukey's median polish on the benchmarks x runs
+table of run centres) into benchmark effects, one shift per run, and residuals; the gate judges
+each benchmark on its residual, and the between-run noise comes from residuals too.
+
+The candidate run's own shift is estimated from the other benchmarks measured so far in this
+run (the median of their log ratios to their baseline effects, leaving the judged benchmark out,
+so its own regression does not excuse itself). Before enough of them are measured, the canary
+(a fixed workload that is not the user's code) stands in, with an uncertainty that grows with
+the shift it corrects. With fewer than MIN_BENCHMARKS benchmarks in the baseline the model is not
+used (today's rule: drift per benchmark).
+
+A change that slows every benchmark would vanish into the run effect; the suite-wide shift is
+therefore reported on its own and fails the run when it exceeds the threshold and the canary does
+not explain it (``suite_shift``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+MIN_BENCHMARKS = 4  # below this the run effect is not separable from the benchmarks' own changes
+MIN_OTHERS = 3  # other benchmarks of the candidate run needed to estimate its shift
+POLISH_ITERATIONS = 6
+MEDIAN_VARIANCE_FACTOR = math.pi / 2
+CANARY_MISMATCH = 0.5  # a benchmark may respond to a machine-wide slowdown this much differently
+
+
+@dataclass(frozen=True)
+class BaselineModel:
+    effects: dict[str, float]  # benchmark id -> its effect (log ms)
+    run_shifts: tuple[float, ...]  # per baseline run (log), median 0
+    residual_sd: float  # typical residual between-run sd of one run centre (log)
+    canary_centre: float | None  # log ms, the baseline's canary (median over runs)
+
+    @property
+    def shift_sd(self) -> float:
+        """How much whole runs drift between each other in the baseline (log sd)."""
+        shifts = np.asarray(self.run_shifts)
+        return float(np.std(shifts, ddof=1)) if shifts.size > 1 else 0.0
+
+
+def median_polish(table: np.ndarray, iterations: int = POLISH_ITERATIONS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Tukey's median polish of a (rows, columns) table with NaN for missing cells:
+    (row effects, column effects with median 0, residuals)."""
+    residual = np.array(table, dtype=float)
+    rows = np.zeros(residual.shape[0])
+    columns = np.zeros(residual.shape[1])
+    for _ in range(iterations):
+        row_median = np.nanmedian(residual, axis=1)
+        rows += row_median
+        residual -= row_median[:, None]
+        column_median = np.nanmedian(residual, axis=0)
+        columns += column_median
+        residual -= column_median[None, :]
+    centre = np.median(columns)
+    return rows + centre, columns - centre, residual
+
+
+def fit(centres: dict[str, dict[int, float]], runs: int, canary_centres: list[float]) -> BaselineModel | None:
+    """The model of a baseline from each benchmark's run centres (log; run index -> centre), or
+    None when there are too few benchmarks or runs to separate the run effect."""
+    ids = [i for i, by_run in centres.items() if by_run]
+    if len(ids) < MIN_BENCHMARKS or runs < 1:
+        return None
+    table = np.full((len(ids), runs), np.nan)
+    for row, bench_id in enumerate(ids):
+        for run, centre in centres[bench_id].items():
+            table[row, run] = centre
+    with np.errstate(all="ignore"):
+        effects, shifts, residual = median_polish(table)
+    counts = np.sum(~np.isnan(residual), axis=1)
+    # Residual variance per benchmark with (runs - 1) degrees of freedom, pooled over the suite
+    # (a robust typical value: the median), inflated for the run effect fitted from few columns.
+    with np.errstate(all="ignore"):
+        per_benchmark = np.nansum(residual**2, axis=1) / np.maximum(counts - 1, 1)
+    usable = per_benchmark[counts > 1]
+    residual_sd = float(np.sqrt(np.median(usable))) if usable.size else 0.0
+    canary = [c for c in canary_centres if c is not None]
+    return BaselineModel(
+        effects=dict(zip(ids, effects.tolist())),
+        run_shifts=tuple(float(s) if not math.isnan(s) else 0.0 for s in shifts),
+        residual_sd=residual_sd,
+        canary_centre=float(np.median(canary)) if canary else None,
+    )
+
+
+@dataclass(frozen=True)
+class Shift:
+    value: float  # log
+    variance: float  # its uncertainty (log^2)
+    source: str  # "other benchmarks (n=5)", "the canary", "none"
+
+
+def candidate_shift(
+    model: BaselineModel, measured: dict[str, float], exclude: str, canary_centre: float | None
+) -> Shift:
+    """This run's shared shift for judging ``exclude``: from the other benchmarks measured so far
+    (log centres), else from the canary, else none."""
+    others = [c - model.effects[i] for i, c in measured.items() if i != exclude and i in model.effects]
+    if len(others) >= MIN_OTHERS:
+        spread = max(model.residual_sd, 1e-4)
+        variance = MEDIAN_VARIANCE_FACTOR * spread**2 / len(others)
+        return Shift(float(np.median(others)), variance, f"{len(others)} other benchmarks of this run")
+    if canary_centre is not None and model.canary_centre is not None:
+        value = canary_centre - model.canary_centre
+        return Shift(value, (CANARY_MISMATCH * value) ** 2 + model.shift_sd**2, "the canary")
+    return Shift(0.0, model.shift_sd**2, "none (too few benchmarks measured yet, no canary)")
+
+
+@dataclass(frozen=True)
+class SuiteShift:
+    shift: float  # log: median over benchmarks of (candidate centre - effect)
+    canary: float | None  # log: the canary's own shift
+    ci: tuple[float, float]  # log, of the unexplained part (shift - canary)
+    p_value: float  # one-sided, "slower than the canary explains"
+    benchmarks: int
+    failed: bool
+
+    def line(self) -> str:
+        pct = _pct(self.shift)
+        canary = "no canary" if self.canary is None else f"canary {_pct(self.canary)}"
+        text = f"suite-wide shift {pct} over {self.benchmarks} benchmarks ({canary}"
+        unexplained = self.shift - (self.canary or 0.0)
+        text += f"; unexplained {_pct(unexplained)} [{_pct(self.ci[0])}, {_pct(self.ci[1])}], p={self.p_value:.2g})"
+        if self.failed:
+            text += ": every benchmark got slower together and the machine does not explain it"
+        return text
+
+
+def _pct(log_value: float) -> str:
+    return f"{math.expm1(log_value) * 100:+.1f}%"
+
+
+def suite_shift(
+    model: BaselineModel, measured: dict[str, float], canary_centre: float | None, *, threshold: float, alpha: float
+) -> SuiteShift | None:
+    """The whole run's shift against the baseline; ``failed`` when it exceeds the threshold,
+    significantly, beyond what the canary explains."""
+    values = [c - model.effects[i] for i, c in measured.items() if i in model.effects]
+    if len(values) < MIN_BENCHMARKS:
+        return None
+    shift = float(np.median(values))
+    canary = None
+    if canary_centre is not None and model.canary_centre is not None:
+        canary = canary_centre - model.canary_centre
+    unexplained = shift - (canary or 0.0)
+    sd = math.sqrt(
+        model.shift_sd**2 + MEDIAN_VARIANCE_FACTOR * max(model.residual_sd, 1e-4) ** 2 / len(values)
+        + (0.005**2 if canary is not None else 0.0)
+    )  # fmt: skip
+    df = max(len(model.run_shifts) - 1, 1)
+    p_value = float(stats.t.sf(unexplained / sd, df))
+    q = float(stats.t.ppf(0.975, df))
+    failed = p_value < alpha and unexplained - q * sd > 0 and unexplained >= math.log1p(threshold)
+    return SuiteShift(shift, canary, (unexplained - q * sd, unexplained + q * sd), p_value, len(values), failed)
