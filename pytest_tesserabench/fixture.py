@@ -28,8 +28,20 @@ class BenchUsageError(TypeError):
 class Bench:
     """Measure functions inside a test: ``bench(fn, *args, flops=, bytes=, name=, **kwargs)``."""
 
-    def __init__(self, *, instruments: Instruments, nodeid: str, params: dict, group: str, settings: Settings):
+    def __init__(
+        self,
+        *,
+        instruments: Instruments,
+        nodeid: str,
+        params: dict,
+        group: str,
+        settings: Settings,
+        status=None,  # report.progress.StatusLine on a terminal, else None
+        test_name: str = "",
+    ):
         self._instruments = instruments
+        self._status = status
+        self._test_name = test_name or nodeid
         self._nodeid = nodeid
         self._params = params
         self._group = group
@@ -87,13 +99,18 @@ class Bench:
             warmup=0.0 if interpreted else self._settings.warmup,
             target_ci=self._settings.target_ci,
         )
+        status = self._status
+        on_round = status.start(self._test_name + ("" if name is None else f" · {name}")) if status else None
         try:
             with instruments.device_lock(), instruments.telemetry(timer) as telemetry:
-                measurement = sampling.measure(timer, budget)
+                measurement = sampling.measure(timer, budget, on_round=on_round)
                 telemetry.calls = measurement.calls
         except BaseException as exc:
             _explain(exc, fn, name, "measurement (it passed its first call)")
             raise
+        finally:
+            if status:
+                status.stop()
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
         record.telemetry = telemetry.result
         record.kernels = instruments.analyse_kernels(launches, record_id=record.id)

@@ -75,6 +75,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(hooks, SessionHooks.NAME)
     for warning in hooks.check_before_measuring():
         config.issue_config_time_warning(pytest.PytestWarning(warning), stacklevel=2)
+    if settings.enabled and not state.is_worker:
+        from pytest_tesserabench.report.progress import StatusLine
+
+        state.status = StatusLine.for_terminal(config, quiet=config.get_verbosity() < 0)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -102,7 +106,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         precision = metafunc.definition.get_closest_marker("bench_precision")
         if precision is not None:
             policies = markers.precision_parameters(precision.args, where, metafunc.fixturenames)
-            metafunc.parametrize("precision", policies, ids=[str(p) for p in policies])
+            metafunc.parametrize("precision", policies, ids=[markers.precision_id(p) for p in policies])
     except markers.MarkerError as exc:
         pytest.fail(str(exc), pytrace=False)
 
@@ -151,6 +155,8 @@ def bench(request: pytest.FixtureRequest):
         params=markers.record_params(callspec.params) if callspec else {},
         group=group or f"{module}::{getattr(item, 'originalname', item.name)}",
         settings=settings,
+        status=state.status,
+        test_name=item.name,
     )
     item.stash[BENCH_KEY] = fixture
     return fixture
@@ -192,6 +198,12 @@ class SessionHooks:
             raise pytest.UsageError(str(exc)) from None
         if problem and not state.is_worker:
             warnings_.append(problem)
+        if settings.html_path is not None:
+            from pytest_tesserabench.report.plots import missing_dependency
+
+            missing = missing_dependency()
+            if missing:
+                raise pytest.UsageError(f"--bench-html={settings.html_path}: {missing}")
         if settings.ncu and not state.is_worker:
             from pytest_tesserabench import profiling
 
@@ -212,6 +224,17 @@ class SessionHooks:
         normalising = state.settings.canary_normalize and state.comparison is not None
         if state.settings.enabled and (not state.is_worker or normalising):
             state.context.time_canary(state.instruments.device_lock)
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        settings = self.state.settings
+        if not (settings.only or settings.skip):
+            return
+        # --bench-only keeps the tests that use the bench fixture, --bench-skip the others.
+        keep = [item for item in items if ("bench" in getattr(item, "fixturenames", ())) == settings.only]
+        if len(keep) < len(items):
+            kept = set(keep)
+            config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+            items[:] = keep
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if self.state.comparison is not None:
@@ -246,6 +269,9 @@ class SessionHooks:
                     pytest.PytestWarning(f"{record.id}: {verdict.line()}. To settle it: {verdict.hint()}"),
                     stacklevel=2,
                 )
+        from pytest_tesserabench.report.junit import properties
+
+        item.user_properties.extend(properties(records))  # <property> entries of its JUnit test case
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
@@ -301,6 +327,8 @@ class SessionHooks:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.state.status is not None:
+            self.state.status.close()
         config.pluginmanager.unregister(self, self.NAME)
 
 

@@ -8,6 +8,7 @@ The clock is injectable so the rule can be tested without real time.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -60,8 +61,17 @@ class Measurement:
         return stats.summarize(self.rounds_ms, self.samples_ms, noisy=self.noisy)
 
 
-def measure(timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.perf_counter) -> Measurement:
-    """Warm up for ``budget.warmup`` seconds, then time rounds until the stopping rule fires."""
+def measure(
+    timer: Timer,
+    budget: Budget,
+    *,
+    clock: Callable[[], float] = time.perf_counter,
+    on_round: Callable[[list[float], float, float | None], None] | None = None,
+) -> Measurement:
+    """Warm up for ``budget.warmup`` seconds, then time rounds until the stopping rule fires.
+
+    ``on_round(round medians so far, seconds measured, relative half-width of the median's 95%
+    interval or None)`` is called after each round (the terminal's status line)."""
     start = clock()
     durations = []
     while True:  # at least one warm-up call: first-call costs (compilation, caches) stay out
@@ -88,7 +98,10 @@ def measure(timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.p
         result.rounds_ms.append(statistics.median(samples))
         elapsed = clock() - measuring_since
         enough_rounds = len(result.rounds_ms) >= budget.min_rounds
-        if enough_rounds and stats.relative_ci_halfwidth(result.rounds_ms) <= budget.target_ci:
+        halfwidth = stats.relative_ci_halfwidth(result.rounds_ms) if enough_rounds or on_round else math.inf
+        if on_round is not None:
+            on_round(result.rounds_ms, elapsed, halfwidth if math.isfinite(halfwidth) else None)
+        if enough_rounds and halfwidth <= budget.target_ci:
             result.stop_reason = "converged"
             break
         if enough_rounds and elapsed >= budget.max_time:
