@@ -205,16 +205,11 @@ def roofline_plot(records: Sequence[BenchRecord]) -> Plot | None:
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     roofs = {(r.roofline.get("precision") or "?", r.roofline["peak_tflops"], r.roofline["peak_gbps"]) for r in placed}
-    for precision, peak, gbps in sorted(roofs):
+    for style, (precision, peak, gbps) in zip(("-", "--", ":", "-."), sorted(roofs)):
         knee = peak * 1e3 / gbps  # flop/byte where the memory roof meets the compute roof
         xs = [lo, min(max(knee, lo), hi), hi]
-        ax.plot(xs, [min(peak, x * gbps / 1e3) for x in xs], color="#444", linewidth=1.2)
-        ax.annotate(
-            f"{precision} peak {peak:.3g} TFLOP/s", (hi, peak), ha="right", va="bottom", fontsize=8, color="#444"
-        )
-    ax.annotate(
-        f"memory {sorted(roofs)[0][2]:.3g} GB/s", (lo, lo * sorted(roofs)[0][2] / 1e3), fontsize=8, color="#444"
-    )
+        label = f"roof: {precision} {peak:.3g} TFLOP/s, memory {gbps:.3g} GB/s"
+        ax.plot(xs, [min(peak, x * gbps / 1e3) for x in xs], color="#444", linewidth=1.2, linestyle=style, label=label)
     by_series: dict[str, list[BenchRecord]] = {}
     for record in placed:
         by_series.setdefault("first call" if record.name is None else record.name, []).append(record)
@@ -222,8 +217,7 @@ def roofline_plot(records: Sequence[BenchRecord]) -> Plot | None:
         ax.scatter([r.flops / r.bytes for r in members], [r.tflops for r in members], s=22, label=name, zorder=3)
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
     ax.set_ylabel("achieved [TFLOP/s]")
-    if len(by_series) > 1:
-        ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.legend(fontsize=8, frameon=False, loc="lower right")
     sources = sorted({str(r.roofline.get("source", "table")) for r in placed})
     caption = f"roofs from {', '.join(sources)} peaks"
     if len(placed) < len(records):

@@ -54,14 +54,27 @@ class StatusLine:
             fd = os.dup(fd)
         except (AttributeError, OSError, ValueError):  # pytester's in-process runs, closed streams
             return None
-        writer = config.get_terminal_writer()
-        return cls(fd, room=lambda: writer.fullwidth - writer.width_of_current_line - 1, flush=writer.flush)
+
+        def writer():  # the terminal reporter registers after this plugin is configured
+            reporter = config.pluginmanager.get_plugin("terminalreporter")
+            return reporter.config.get_terminal_writer() if reporter is not None else None
+
+        def room() -> int:
+            tw = writer()
+            return tw.fullwidth - tw.width_of_current_line - 1 if tw is not None else 0
+
+        def flush() -> None:
+            tw = writer()
+            if tw is not None:
+                tw.flush()
+
+        return cls(fd, room=room, flush=flush)
 
     def start(self, label: str) -> Callable:
         """Begin a benchmark; returns the callback sampling.measure calls after each round."""
         self._label = label
         self._last = -1e9
-        self._show(f"{label}  warming up")
+        self._show("  warming up")
         return self.round
 
     def round(self, rounds_ms: list[float], elapsed_s: float, halfwidth: float | None) -> None:
@@ -70,9 +83,7 @@ class StatusLine:
             return
         median = sorted(rounds_ms)[len(rounds_ms) // 2] if rounds_ms else None
         interval = f" ±{halfwidth:.1%}" if halfwidth is not None else ""
-        self._show(
-            f"{self._label}  round {len(rounds_ms)}  {elapsed_s:.1f} s  median {format_ms(median)}{interval}", now=now
-        )
+        self._show(f"  round {len(rounds_ms)}  {elapsed_s:.1f} s  median {format_ms(median)}{interval}", now=now)
 
     def stop(self) -> None:
         if self._shown:
@@ -86,7 +97,8 @@ class StatusLine:
         except OSError:
             pass
 
-    def _show(self, text: str, *, now: float | None = None) -> None:
+    def _show(self, figures: str, *, now: float | None = None) -> None:
+        """The label (shortened in the middle if need be) and ``figures`` (kept whole)."""
         self._last = self._clock() if now is None else now
         if not self._shown:
             self._flush()
@@ -96,7 +108,8 @@ class StatusLine:
             self._width = room
             self._write(SAVE)
             self._shown = True
-        self._write(RESTORE_AND_ERASE + SAVE + " " + shorten_middle(text, self._width - 1))
+        label = shorten_middle(self._label, max(8, self._width - 1 - len(figures)))
+        self._write(RESTORE_AND_ERASE + SAVE + " " + label + figures)
 
     def _write(self, text: str) -> None:
         try:
