@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pytest_tesserabench.options import NAME_RE
 from pytest_tesserabench.report import rows as R
-from pytest_tesserabench.report.layout import Column, Line, Row, as_text, render_table, shorten_middle
+from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
 from pytest_tesserabench.results import BenchRecord, RunDocument
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -158,7 +158,8 @@ def across_runs_lines(runs: Sequence[RunDocument], labels: Sequence[str], width:
         if out:
             out.append(Line(""))
         out.append(Line(shorten_middle(reference.id, width), "bold"))
-        out.extend(render_table("run", shown, rows, width, details_header=None).lines)
+        table = render_table("run", shown, rows, width, details_header=None)
+        out.extend(table.lines + hidden_note(table, width))
     return out
 
 

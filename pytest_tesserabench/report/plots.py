@@ -217,7 +217,7 @@ def roofline_plot(records: Sequence[BenchRecord]) -> Plot | None:
         ax.scatter([r.flops / r.bytes for r in members], [r.tflops for r in members], s=22, label=name, zorder=3)
     ax.set_xlabel("arithmetic intensity [FLOP/byte]")
     ax.set_ylabel("achieved [TFLOP/s]")
-    ax.legend(fontsize=8, frameon=False, loc="lower right")
+    ax.legend(fontsize=8, frameon=False, loc="best")
     sources = sorted({str(r.roofline.get("source", "table")) for r in placed})
     caption = f"roofs from {', '.join(sources)} peaks"
     if len(placed) < len(records):
