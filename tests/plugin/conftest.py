@@ -12,3 +12,9 @@ FAST = ("--bench-max-time=0.02", "--bench-warmup=0", "--bench-min-rounds=3")
 @pytest.fixture
 def fast():
     return FAST
+
+
+@pytest.fixture(autouse=True)
+def no_ci_job_summary(monkeypatch):
+    """The throwaway projects these tests run must not append to the real CI job's summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

@@ -50,8 +50,7 @@ IDS = [
 
 
 @pytest.fixture
-def project(pytester, monkeypatch):
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+def project(pytester):
     pytester.makepyfile(test_k=WORKLOAD)
     return pytester
 
@@ -76,9 +75,12 @@ def write_baseline(pytester, runs=3):
 
 
 def test_csv_has_one_row_per_record_with_units_in_its_header(project):
-    result = project.runpytest("--bench-csv=out.csv", "--bench-json=run.json", *ARGS)
+    result = project.runpytest("--bench-csv=out.csv", "--bench-json=run.json", "-q", *ARGS)
     result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(["tesserabench: wrote 5 row(s) to out.csv"])
+    # Under -q pytest's progress line has no end of its own: the messages still start a line.
+    result.stdout.fnmatch_lines(
+        ["tesserabench: wrote 5 benchmark(s) to run.json", "tesserabench: wrote 5 row(s) to out.csv"]
+    )
     rows = list(csv.DictReader((project.path / "out.csv").open()))
     run = json.loads((project.path / "run.json").read_text())["benchmarks"]
     assert [row["id"] for row in rows] == [IDS[4], *IDS[:4]]  # in id order

@@ -50,7 +50,6 @@ def test_on_a_terminal_the_line_appears_and_is_erased(pytester):
     pytester.makepyfile(BENCH)
     master, slave = pty.openpty()
     env = {**os.environ, "COLUMNS": "200", "TERM": "xterm"}
-    env.pop("GITHUB_STEP_SUMMARY", None)
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest", *ARGS], cwd=pytester.path, stdin=slave, stdout=slave, stderr=slave, env=env
     )
