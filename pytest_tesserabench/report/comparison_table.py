@@ -94,7 +94,7 @@ def comparison_lines(
         return min(_ORDER.get(verdicts[m.id].status, 99) for m in members)
 
     out: list[Line] = []
-    for key, members in sorted(groups.items(), key=lambda item: (worst(item[1]), R._natural(item[0]))):
+    for key, members in sorted(groups.items(), key=lambda item: (worst(item[1]), R.natural_key(item[0]))):
         members = sorted(members, key=lambda m: _ORDER.get(verdicts[m.id].status, 99))  # stable: ids stay in order
         shared, labels = R.row_labels(members)
         rows = []

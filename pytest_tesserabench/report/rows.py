@@ -129,7 +129,7 @@ def default_columns(records: Sequence[BenchRecord], *, verbose: bool) -> tuple[s
 
 
 # -- order ------------------------------------------------------------------------------------------
-def _natural(text: str) -> list:
+def natural_key(text: str) -> list:
     """'M512' before 'M4096': digits compare as numbers."""
     return [(0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)]
 
@@ -137,7 +137,7 @@ def _natural(text: str) -> list:
 def sort_records(records: Iterable[BenchRecord], key: str = "id") -> list[BenchRecord]:
     """By id (numbers in ids compare as numbers), or by a column's value, best first, records
     without that value last."""
-    ordered = sorted(records, key=lambda r: (_natural(r.nodeid), r.name is not None, _natural(r.name or "")))
+    ordered = sorted(records, key=lambda r: (natural_key(r.nodeid), r.name is not None, natural_key(r.name or "")))
     if key == "id":
         return ordered
     field_ = FIELDS[key]

@@ -216,3 +216,10 @@ def test_html_report_has_each_test_functions_plots_and_opens_offline(project, mo
     # Self-contained: nothing is fetched (xmlns names a namespace, it loads nothing).
     assert not re.findall(r"(?:src|href)\s*=\s*[\"'](?!#)", page)
     assert "@import" not in page and not re.findall(r"url\((?!#)", page)
+
+
+def test_html_of_a_run_that_measured_nothing_says_so(project):
+    result = project.runpytest("--bench-html=report.html", "-k", "no_such_test", *ARGS)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines(["tesserabench: no HTML report written to report.html: no benchmark was measured"])
+    assert not (project.path / "report.html").exists()
