@@ -37,7 +37,7 @@ def _table(header: Sequence[str], align: Sequence[str], rows: Sequence[Sequence[
 def _headline(data: ReportData) -> list[str]:
     records = data.records
     machine, commit = data.run.machine, data.run.commit
-    where = [f"{len(records)} benchmark(s)"]
+    where = []
     if machine.get("device"):
         where.append(f"on {machine['device']}" + (f" ({machine['arch']})" if machine.get("arch") else ""))
     if commit.get("sha"):
@@ -46,19 +46,17 @@ def _headline(data: ReportData) -> list[str]:
     if data.compared:
         failed = sum(1 for v in data.verdicts.values() if v.status in FAILING_STATUSES)
         counts = counts_text(data.verdicts)
-        lines.append(f"**{counts}**" if failed else counts)
-        lines.append("")
-        lines.append(" ".join(where) + (f", compared with {data.baseline}" if data.baseline else "") + ".")
+        lines += [f"**{counts}**" if failed else counts, ""]
+        compared = f", compared with {data.baseline}" if data.baseline else ""
+        lines.append(" ".join([f"{len(records)} benchmark(s) measured", *where]) + compared + ".")
     else:
         noisy = sum(1 for r in records if r.stats.noisy)
         interpreted = sum(1 for r in records if r.timer == "interpreter")
         extra = [f"{noisy} noisy"] if noisy else []
-        extra += [f"{interpreted} in the Triton interpreter (not gated)"] if interpreted else []
-        lines.append(
-            f"{len(records)} measured" + (f" ({', '.join(extra)})" if extra else "") + "; no baseline compared."
-        )
-        lines.append("")
-        lines.append(" ".join(where) + ".")
+        extra += [f"{interpreted} in the Triton interpreter, not gated"] if interpreted else []
+        lines += [f"{len(records)} benchmark(s) measured, none compared with a baseline"]
+        lines[-1] += f" ({'; '.join(extra)})." if extra else "."
+        lines += ["", " ".join(["Measured", *where]) + "." if where else ""]
     return lines
 
 

@@ -116,7 +116,8 @@ def series_of(record: BenchRecord, sizes: Sequence[str], varying: Sequence[str])
     """A line of the sweep: the labelled call, and the values of the other varying parameters."""
     parts = ["first call" if record.name is None else record.name]
     parts += [f"{n}={record.params.get(n)}" for n in varying if n not in sizes]
-    return R.CALL_SEPARATOR.join(parts)
+    interpreted = " (interpreter)" if record.timer == "interpreter" else ""  # not the device's speed
+    return R.CALL_SEPARATOR.join(parts) + interpreted
 
 
 def _metric(records: Sequence[BenchRecord]) -> str:
@@ -158,7 +159,7 @@ def sweep_plot(records: Sequence[BenchRecord]) -> Plot:
         offsets = {name: (i - (len(points) - 1) / 2) * 0.12 for i, name in enumerate(points)}
         points = {name: [(x + offsets[name], v) for x, v in line] for name, line in points.items()}
 
-    fig, ax = _figure(6.4, 3.8)
+    fig, ax = _figure(6.4, 3.8 + (0.18 * ((len(points) + 1) // 2) if len(points) > 3 else 0))
     _style(ax)
     unit = {"throughput": "FLOP/s", "bandwidth": "B/s", "time": "ms"}[metric]
     divisor, unit_label = _scale([v[0] for line in points.values() for _, v in line], unit)
@@ -183,7 +184,9 @@ def sweep_plot(records: Sequence[BenchRecord]) -> Plot:
     ax.set_xlabel(" · ".join(sizes) if sizes else "benchmark")
     what = {"throughput": "throughput", "bandwidth": "bandwidth", "time": "median time (lower is better)"}[metric]
     ax.set_ylabel(f"{what} [{unit_label}]")
-    if len(points) > 1:
+    if len(points) > 3:  # under the plot, where it covers no line
+        fig.legend(loc="outside lower center", ncols=2, fontsize=7, frameon=False)
+    elif len(points) > 1:
         ax.legend(fontsize=8, frameon=False)
     caption = "error bars: 95% interval of the median"
     if left_out:

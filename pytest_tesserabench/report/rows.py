@@ -123,8 +123,8 @@ def default_columns(records: Sequence[BenchRecord], *, verbose: bool) -> tuple[s
         keys.append("bandwidth")
     if any(_roof(r) is not None for r in records):
         keys.append("roof")
-    if len({r.nodeid for r in records}) < len(records):  # some test measured more than one call
-        keys.append("speed")
+    if any(speed not in (None, 1.0) for speed in relative_speeds(sort_records(records)).values()):
+        keys.append("speed")  # some test measured more than one call, timed alike
     return tuple(keys)
 
 

@@ -77,9 +77,16 @@ def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line
             parts.append(f"({', '.join(notes)})")
         tails.append("  " + "  ".join(parts))
     ids = [r.id for r in records]
-    short = [shorten_middle(i, max(QUIET_MIN_ID, width - len(t))) for i, t in zip(ids, tails)]
-    if len(set(short)) < len(set(ids)):  # two ids that differ only in their middle: cut them alike
-        short = shorten_unique(ids, max(QUIET_MIN_ID, width - max(len(t) for t in tails)))
+    rooms = [max(QUIET_MIN_ID, width - len(t)) for t in tails]
+    short = [shorten_middle(i, room) for i, room in zip(ids, rooms)]
+    clashes: dict[str, list[int]] = {}
+    for index, text in enumerate(short):
+        clashes.setdefault(text, []).append(index)
+    for members in clashes.values():  # ids that differ only where they were cut: cut them alike, apart
+        if len({ids[i] for i in members}) > 1:
+            apart = shorten_unique([ids[i] for i in members], min(rooms[i] for i in members))
+            for index, text in zip(members, apart):
+                short[index] = text
     return [Line(i + t) for i, t in zip(short, tails)]
 
 

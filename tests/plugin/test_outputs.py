@@ -158,7 +158,7 @@ def test_github_step_summary_is_appended_and_can_be_turned_off(project, monkeypa
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["tesserabench: appended the summary to GITHUB_STEP_SUMMARY"])
     text = summary.read_text()
-    assert text.startswith("earlier step\n## TesseraBench") and "5 measured" in text
+    assert text.startswith("earlier step\n## TesseraBench") and "5 benchmark(s) measured, none compared" in text
     project.makeini("[pytest]\nbench_github_summary = false\n")
     summary.write_text("")
     project.runpytest("--bench", *ARGS).assert_outcomes(passed=3)
