@@ -123,7 +123,6 @@ def add_gate_arguments(parser: argparse.ArgumentParser, percent, alpha) -> None:
 def across_runs_lines(runs: Sequence[RunDocument], labels: Sequence[str], width: int) -> list[Line]:
     """A table per benchmark: its median in each run (oldest first) and the change from the first
     run that measured it."""
-    ids = R.sort_records({i: r for run in runs for i, r in run.benchmarks.items() if r.stats is not None}.values())
     columns = [
         Column("started", "started", align="left", drop=2),
         Column("median", "median"),
@@ -133,7 +132,7 @@ def across_runs_lines(runs: Sequence[RunDocument], labels: Sequence[str], width:
         Column("bandwidth", "bandwidth", drop=3),
     ]
     out: list[Line] = []
-    for reference in ids:
+    for reference in _measured(runs):
         measured: list[tuple[str, str, BenchRecord]] = []
         for index, (run, label) in enumerate(zip(runs, labels), 1):
             record = run.benchmarks.get(reference.id)
@@ -163,41 +162,60 @@ def across_runs_lines(runs: Sequence[RunDocument], labels: Sequence[str], width:
     return out
 
 
+def _measured(runs: Sequence[RunDocument]) -> list[BenchRecord]:
+    """One record per benchmark measured in any of the runs, in id order."""
+    return R.sort_records({i: r for run in runs for i, r in run.benchmarks.items() if r.stats is not None}.values())
+
+
+def _pct(ratio: float | None) -> float | None:
+    return None if ratio is None else (ratio - 1.0) * 100.0
+
+
+CSV_COLUMNS = (
+    "id", "run", "source", "commit", "started", "median_ms", "ci95_low_ms", "ci95_high_ms", "tflop_per_s", "gb_per_s",
+    "change_vs_first_pct", "verdict", "change_pct", "change_ci95_low_pct", "change_ci95_high_pct", "p_value",
+)  # fmt: skip
+
+
 def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts) -> str:
+    """One row per benchmark and run; the verdict columns on the newest run's rows."""
     import csv
     import io
 
-    header = [
-        "id", "run", "source", "commit", "started", "median_ms", "ci95_low_ms", "ci95_high_ms", "tflop_per_s",
-        "gb_per_s", "change_vs_first_pct", "verdict", "change_pct", "change_ci95_low_pct", "change_ci95_high_pct",
-        "p_value",
-    ]  # fmt: skip
     out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(header)
-    ids = R.sort_records({i: r for run in runs for i, r in run.benchmarks.items() if r.stats is not None}.values())
-    last = len(runs)
-
-    def blank(value):
-        return "" if value is None else value
-
-    for reference in ids:
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for reference in _measured(runs):
         first = None
         for index, (run, label) in enumerate(zip(runs, labels), 1):
             record = run.benchmarks.get(reference.id)
             if record is None or record.stats is None:
                 continue
             first = first or record.median_ms
-            verdict = verdicts.get(reference.id) if index == last else None
-            pct = (lambda r: None if r is None else (r - 1) * 100) if verdict else (lambda r: None)
-            ci = verdict.ci if verdict and verdict.ci else (None, None)
-            row = [
-                reference.id, index, label, run.commit.get("sha"), run.started, record.median_ms,
-                record.stats.ci95_ms[0], record.stats.ci95_ms[1], record.tflops, record.gbps,
-                (record.median_ms / first - 1) * 100, verdict.status if verdict else None,
-                pct(verdict.ratio) if verdict else None, pct(ci[0]), pct(ci[1]), verdict.p_value if verdict else None,
-            ]  # fmt: skip
-            writer.writerow([blank(v) for v in row])
+            row = {
+                "id": reference.id,
+                "run": index,
+                "source": label,
+                "commit": run.commit.get("sha"),
+                "started": run.started,
+                "median_ms": record.median_ms,
+                "ci95_low_ms": record.stats.ci95_ms[0],
+                "ci95_high_ms": record.stats.ci95_ms[1],
+                "tflop_per_s": record.tflops,
+                "gb_per_s": record.gbps,
+                "change_vs_first_pct": _pct(record.median_ms / first),
+            }
+            verdict = verdicts.get(reference.id) if index == len(runs) else None
+            if verdict is not None:
+                low, high = verdict.ci or (None, None)
+                row |= {
+                    "verdict": verdict.status,
+                    "change_pct": _pct(verdict.ratio),
+                    "change_ci95_low_pct": _pct(low),
+                    "change_ci95_high_pct": _pct(high),
+                    "p_value": verdict.p_value,
+                }
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
     return out.getvalue()
 
 
