@@ -1,4 +1,4 @@
-"""The ``tesserabench`` command: compare result/baseline files, show baselines, inspect kernels.
+"""The ``tesserabench`` command: compare runs, report them as HTML, show baselines, inspect kernels.
 
 Exit status (for CI scripts): 0 fine, 1 a benchmark regressed, 2 usage or file error.
 """
@@ -37,35 +37,36 @@ _name = _argparse_type(parse_name, "baseline name")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tesserabench", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,show,inspect}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,report,show,inspect}")
+
+    from pytest_tesserabench.report.commands import add_gate_arguments
 
     compare = sub.add_parser(
         "compare",
-        help="compare two result (--bench-json) or baseline files with the gate's rule",
-        description="Compare NEW against OLD (each a --bench-json result or a baseline file). "
-        "Exit 0 when nothing regressed, 1 when something did, 2 on a usage or file error.",
+        help="compare runs (result or baseline files, baseline NAMEs) with the gate's rule",
+        description="Compare the last RUN against the runs before it (each a --bench-json result, a "
+        "baseline file or a baseline NAME), oldest first. With more than two, a table per benchmark "
+        "across the runs comes first. Exit 0 when nothing regressed, 1 when something did, 2 on a "
+        "usage or file error.",
     )
-    compare.add_argument("old", type=Path, help="the reference: a result or baseline file")
-    compare.add_argument("new", type=Path, help="the candidate: a result or baseline file")
-    compare.add_argument(
-        "--threshold",
-        type=_percent,
-        default=0.05,
-        metavar="PCT",
-        help="smallest slowdown worth failing for, in percent (default 5)",
-    )
-    compare.add_argument(
-        "--alpha",
-        type=_alpha,
-        default=0.01,
-        help="suite-wide false-alarm rate, split over the benchmarks (default 0.01)",
-    )
-    compare.add_argument(
-        "--normalize-by-canary",
-        action="store_true",
-        help="divide out the machine-wide speed change measured by the canary",
-    )
+    compare.add_argument("runs", nargs="+", metavar="RUN", help="a result file, a baseline file or a baseline NAME")
+    add_gate_arguments(compare, _percent, _alpha)
+    compare.add_argument("--csv", type=Path, metavar="PATH", help="also write one CSV row per benchmark and run")
+    compare.add_argument("--md", type=Path, metavar="PATH", help="also write the markdown summary of the comparison")
     compare.add_argument("--width", type=int, default=120, help="table width in columns")
+
+    report = sub.add_parser(
+        "report",
+        help="an HTML report with plots of a run (needs the 'report' extra)",
+        description="Write a self-contained HTML report of RUN (a --bench-json result; a baseline: its "
+        "newest run), compared with the BASELINE runs after it when given (files or NAMEs, oldest "
+        "first). Exit 0 when written, 2 on a usage or file error.",
+    )
+    report.add_argument("run", metavar="RUN", help="the run to report: a result file, a baseline file or NAME")
+    report.add_argument("baseline", nargs="*", metavar="BASELINE", help="runs to compare it with, oldest first")
+    report.add_argument("-o", "--output", type=Path, default=Path("report.html"), help="default report.html")
+    report.add_argument("--title", default="TesseraBench report", help="the page's title")
+    add_gate_arguments(report, _percent, _alpha)
 
     show = sub.add_parser(
         "show",
@@ -81,44 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
         "inspect", help="static analysis of Triton kernels (see `tesserabench inspect -h`)", add_help=False
     )  # main() hands every argument after it to the inspect parser
     return parser
-
-
-def _compare(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench.gate import GateConfig, canary_ratio, compare_runs
-    from pytest_tesserabench.report.comparison_table import render_comparison, software_differences
-
-    old_runs = load(args.old)
-    new_runs = load(args.new)
-    config = GateConfig(alpha=args.alpha, threshold=args.threshold, normalize_by_canary=args.normalize_by_canary)
-    verdicts = compare_runs(new_runs, old_runs, config)
-    old_machine = old_runs[-1].machine if old_runs else {}
-    new_machine = new_runs[-1].machine if new_runs else {}
-    for key in ("device", "arch", "cpu"):
-        if old_machine.get(key) != new_machine.get(key) and (old_machine.get(key) or new_machine.get(key)):
-            print(
-                f"warning: the files come from different machines ({key}: {old_machine.get(key)!r} vs "
-                f"{new_machine.get(key)!r}); timing differences may be the machine's",
-                file=err,
-            )
-            break
-    out.write(
-        render_comparison(
-            verdicts,
-            version_diffs=software_differences(new_machine, old_machine),
-            canary_ratio=canary_ratio(new_runs, old_runs),
-            width=args.width,
-        )
-    )
-    regressed = [v for v in verdicts.values() if v.status == "REGRESSED"]
-    for verdict in regressed:
-        print(f"{verdict.id}: {verdict.line()}", file=out)
-    return EXIT_REGRESSED if regressed else EXIT_OK
-
-
-def load(path: Path):
-    from pytest_tesserabench.baseline import load_runs
-
-    return load_runs(path)
 
 
 def _show(args: argparse.Namespace, out, err) -> int:
@@ -187,6 +150,7 @@ def _inspect(rest: list[str], out, err) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from pytest_tesserabench.baseline import BaselineError
+    from pytest_tesserabench.report.commands import CommandError, compare_command, report_command
 
     argv = list(sys.argv[1:] if argv is None else argv)
     out, err = sys.stdout, sys.stderr
@@ -199,11 +163,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE if exc.code else EXIT_OK
     try:
         if args.command == "compare":
-            return _compare(args, out, err)
+            return compare_command(args, out, err)
+        if args.command == "report":
+            return report_command(args, out, err)
         if args.command == "show":
             return _show(args, out, err)
         return _inspect([], out, err)
-    except BaselineError as exc:
+    except (BaselineError, CommandError) as exc:
         print(f"tesserabench: error: {exc}", file=err)
         return EXIT_USAGE
 

@@ -29,10 +29,21 @@ class Bench:
     """Measure functions inside a test: ``bench(fn, *args, flops=, bytes=, name=, **kwargs)``."""
 
     def __init__(
-        self, *, instruments: Instruments, measurer, nodeid: str, params: dict, group: str, settings: Settings
+        self,
+        *,
+        instruments: Instruments,
+        measurer,
+        nodeid: str,
+        params: dict,
+        group: str,
+        settings: Settings,
+        status=None,  # report.progress.StatusLine on a terminal, else None
+        test_name: str = "",
     ):
         self._instruments = instruments
         self._measurer = measurer  # sampling.LocalMeasurer, or a side of --bench-ab
+        self._status = status
+        self._test_name = test_name or nodeid
         self._nodeid = nodeid
         self._params = params
         self._group = group
@@ -90,13 +101,20 @@ class Bench:
             warmup=0.0 if interpreted else self._settings.warmup,
             target_ci=self._settings.target_ci,
         )
+        status = self._status
+        on_round = status.start(self._test_name + ("" if name is None else f" · {name}")) if status else None
         try:
             with instruments.device_lock(), instruments.telemetry(timer) as telemetry:
-                measurement, ab = self._measurer.measure(timer, budget, name=name, threshold=self._settings.threshold)
+                measurement, ab = self._measurer.measure(
+                    timer, budget, name=name, threshold=self._settings.threshold, on_round=on_round
+                )
                 telemetry.calls = measurement.calls
         except BaseException as exc:
             _explain(exc, fn, name, "measurement (it passed its first call)")
             raise
+        finally:
+            if status:
+                status.stop()
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
         record.ab = ab
         record.telemetry = telemetry.result

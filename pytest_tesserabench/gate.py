@@ -432,21 +432,29 @@ def compare_runs(
         timers = {cand[-1].timer, base[-1].timer}
         reason = None
         if not timings:
-            reason = "timings come from another machine: not compared"
+            reason = "timings come from another machine"
         elif not history:
             reason = "the baseline has no timed rounds of it"
         elif not cand_measured:
             reason = "no rounds measured in this run"
         elif "interpreter" in timers:
-            reason = "timed in the Triton interpreter: reported, never gated"
+            reason = "timed in the Triton interpreter"
         elif len(timers) > 1:
-            reason = f"timers differ ({base[-1].timer} in the baseline, {cand[-1].timer} now): not comparable"
+            reason = f"timers differ: {base[-1].timer} in the baseline, {cand[-1].timer} now"
         if reason is not None:
+            # No timing to excuse a config that lost occupancy or spills: the figures decide.
+            figures = kernels.with_config_regressions()
+            if figures.regressions:
+                status = "REGRESSED"
+            elif figures.compared:
+                status, reason = "UNCHANGED", f"kernel figures compared; timings not ({reason})"
+            else:
+                status, reason = "NOT_GATED", f"timings not compared ({reason}); no kernel figures to compare"
             verdicts[bench_id] = Verdict(
-                status="REGRESSED" if kernels.regressions else "NOT_GATED",
-                severity=kernels.severity,
+                status=status,
+                severity=figures.severity,
                 notes=(reason, *kernels.notes),
-                **common,
+                **{**common, "reasons": figures.reasons},
             )
             continue
         base_indexed = [(j, rec) for j, rec in _indexed(baseline_runs, bench_id) if rec.measured_rounds]
@@ -482,6 +490,10 @@ def compare_runs(
                     f"this run's shared shift {math.expm1(run_shift.value) * 100:+.1f}% removed ({run_shift.source})"
                 )
             severity = severity_of(r) if status == "REGRESSED" else None
+            if status in ("REGRESSED", "INCONCLUSIVE"):  # not faster: a worse new config counts
+                kernels = kernels.with_config_regressions()
+            elif kernels.config_regressions:
+                notes.append("the new config's losses are not gated: its timing is not slower")
             if kernels.regressions:
                 status, severity = "REGRESSED", _worse(severity, kernels.severity)
             noise = float(dec.noise[i])

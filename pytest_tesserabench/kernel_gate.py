@@ -32,6 +32,14 @@ class KernelFindings:
 
     regressions: list[tuple[str, str]] = field(default_factory=list)  # (severity, text)
     notes: list[str] = field(default_factory=list)
+    # Another config that spills or lost half its occupancy: a regression unless the timing shows
+    # the new config is not slower (an autotuner may rightly trade occupancy for speed).
+    config_regressions: list[tuple[str, str]] = field(default_factory=list)
+    compared: int = 0  # kernels matched with the baseline's (same name and arch)
+
+    def with_config_regressions(self) -> KernelFindings:
+        """These findings with the config changes' losses counted as regressions."""
+        return KernelFindings([*self.regressions, *self.config_regressions], self.notes, [], self.compared)
 
     def add(self, severity: str, text: str, *, gated: bool) -> None:
         """A regression where the figures are gated, a note where they are only shown."""
@@ -101,6 +109,17 @@ def _compare_figures(label: str, old: dict, new: dict, gated: bool, found: Kerne
             found.notes.append(f"{label}: {key} {old_value:.0f}{unit} -> {new_value:.0f}{unit}")
 
 
+def _config_losses(label: str, old: dict, new: dict, found: KernelFindings) -> None:
+    spill_new, spill_old = _figure(new, "spill_bytes"), _figure(old, "spill_bytes")
+    if spill_new and not spill_old and spill_old is not None:
+        found.config_regressions.append(("moderate", f"{label}: the new config spills {spill_new:.0f} B"))
+    occ_new, occ_old = _figure(new, "occupancy"), _figure(old, "occupancy")
+    if occ_new is not None and occ_old and occ_new <= occ_old / 2:
+        found.config_regressions.append(
+            ("moderate", f"{label}: the new config has half the occupancy or less ({occ_old:.2f} -> {occ_new:.2f})")
+        )
+
+
 def compare_kernels(
     candidate: list[dict] | None, baseline: list[dict] | None, *, compilers_differ: str | None = None
 ) -> KernelFindings:
@@ -120,6 +139,7 @@ def compare_kernels(
         if not variants:
             continue  # a kernel the baseline never ran: nothing to compare
         label = f"kernel {kernel.get('name')} ({kernel.get('arch')})"
+        found.compared += 1
         if not gated and not noted_compilers:
             found.notes.append(f"kernel figures compared, not gated: {compilers_differ}")
             noted_compilers = True
@@ -132,6 +152,8 @@ def compare_kernels(
                 found.add("severe", f"{label}: {blocked}", gated=gated)
             elif not blocked:
                 _compare_figures(label, previous, kernel, gated=False, found=found)
+                if gated:
+                    _config_losses(label, previous, kernel, found)
             continue
         if blocked:
             if not _cannot_launch(old):

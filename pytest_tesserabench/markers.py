@@ -7,6 +7,7 @@ test; nothing here talks to pytest.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -67,8 +68,33 @@ def size_parameters(
             f"{prefix}: {', '.join(missing)} {'is not an argument' if one else 'are not arguments'} of the test; "
             f"add {'it' if one else 'them'} to its signature or remove from the marker"
         )
-    ids = ["-".join(f"{n}={v}" for n, v in zip(names, point)) for point in points]
+    ids = ["-".join(param_id(n, v) for n, v in zip(names, point)) for point in points]
     return names, points, ids
+
+
+# Characters pytest's -k expression takes inside a name (besides letters, digits and "_"); any
+# other character of a value becomes "_". "-" is kept for the separator between parameters.
+_K_UNSAFE = re.compile(r"[^A-Za-z0-9_.+]")
+
+
+def param_id(name: str, value: Any) -> str:
+    """One parameter's part of a generated test id, in a form ``pytest -k`` accepts.
+
+    The form keys baselines, so it is stable (docs/usage.md, "Test ids"): a number follows its
+    name directly (``M4096``, ``scale0.5``, ``shift-1``), or after ``_`` when the name ends in a
+    digit (``D2_64``); any other value follows ``_`` with unsafe characters as ``_``
+    (``layout_row_major``, ``causal_True``).
+    """
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        joint = "_" if name[-1:].isdigit() else ""
+        return f"{_K_UNSAFE.sub('_', name)}{joint}{value!r}"
+    return f"{_K_UNSAFE.sub('_', name)}_{_K_UNSAFE.sub('_', str(value))}"
+
+
+def precision_id(policy: Precision) -> str:
+    """A policy in a test id: ``bf16``, ``fp8_e4m3``; a non-default accumulator as
+    ``fp16_accum_fp16`` (the grammar's ``@accum(...)`` is not something ``-k`` can type)."""
+    return policy.storage if policy.accum == "fp32" else f"{policy.storage}_accum_{policy.accum}"
 
 
 def precision_parameters(args: tuple, where: str, arguments: Iterable[str]) -> list[Precision]:

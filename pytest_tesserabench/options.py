@@ -139,6 +139,43 @@ def parse_settle_time(text: Any) -> float:
     return _bounded_float(text, 0.0, MAX_TIME_S, allow_low=True, unit=" seconds")
 
 
+# The report's columns (report/rows.py draws them), sort keys and grouping keys.
+COLUMN_KEYS = (
+    "median", "ci", "mean", "stdev", "min", "max", "iqr", "rounds", "timer", "throughput", "bandwidth", "roof",
+    "speed",
+)  # fmt: skip
+SORT_KEYS = ("id", *(k for k in COLUMN_KEYS if k != "timer"))
+GROUP_KEYS = ("group", "test", "call")
+
+
+def _key_list(text: Any, known: tuple[str, ...], what: str, *, params: bool = False) -> tuple[str, ...]:
+    keys = tuple(k.strip() for k in str(text).split(",") if k.strip())
+    if not keys:
+        raise ValueError(f"must name at least one {what}: {', '.join(known)}")
+    for key in keys:
+        if key not in known and not (params and key.startswith("param:") and len(key) > len("param:")):
+            accepted = ", ".join(known) + (", param:NAME" if params else "")
+            raise ValueError(f"has the unknown {what} {key!r}; accepted: {accepted}")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"names a {what} twice")
+    return keys
+
+
+def parse_columns(text: Any) -> tuple[str, ...]:
+    return _key_list(text, COLUMN_KEYS, "column")
+
+
+def parse_sort(text: Any) -> str:
+    text = str(text).strip()
+    if text not in SORT_KEYS:
+        raise ValueError(f"must be one of {', '.join(SORT_KEYS)}")
+    return text
+
+
+def parse_group_by(text: Any) -> tuple[str, ...]:
+    return _key_list(text, GROUP_KEYS, "grouping", params=True)
+
+
 def _bool(text: Any) -> bool:
     if isinstance(text, bool):
         return text
@@ -237,6 +274,30 @@ OPTIONS: tuple[Option, ...] = (
         parse_settle_time,
         "S",
     ),
+    _option("bench_html", "measure and write an HTML report with plots (needs the 'report' extra)", Path, "PATH"),
+    _option("bench_md", "measure and write a markdown summary (verdicts, regressions, a table)", Path, "PATH"),
+    _option("bench_csv", "measure and write one CSV row per benchmark (units in the header)", Path, "PATH"),
+    _option(
+        "bench_columns",
+        f"columns of the terminal table and the markdown summary, from {', '.join(COLUMN_KEYS)}",
+        parse_columns,
+        "LIST",
+    ),
+    _option(
+        "bench_sort",
+        f"order of a table's rows: {', '.join(SORT_KEYS)} (id: the tests' order; rates: highest first)",
+        parse_sort,
+        "KEY",
+    ),
+    _option(
+        "bench_group_by",
+        "one table per: group (the test function or @pytest.mark.bench(group=), the default), test, call, "
+        "param:NAME; several joined by commas",
+        parse_group_by,
+        "LIST",
+    ),
+    _option("bench_only", "run only the tests that use the bench fixture (and measure them)"),
+    _option("bench_skip", "skip the tests that use the bench fixture"),
     _option("bench_ncu", "GPU only: hardware counters via Nsight Compute"),
     _option("bench_trace", "GPU only: write a Chrome trace per benchmark here", Path, "DIR"),
 )
@@ -250,6 +311,12 @@ INI_ONLY: tuple[Option, ...] = (
     Option("bench_history", "", "baseline runs kept per machine (default 10)", parse_count),
     Option("bench_alpha", "", "suite-wide false-alarm rate of the gate (default 0.01)", parse_fraction),
     Option("bench_canary_normalize", "", "divide comparisons by the canary's drift (default false)", _bool),
+    Option(
+        "bench_github_summary",
+        "",
+        "append the markdown summary to $GITHUB_STEP_SUMMARY when it is set (default true)",
+        _bool,
+    ),
 )
 
 
@@ -278,6 +345,15 @@ class Settings:
     history: int = 10
     alpha: float = 0.01
     canary_normalize: bool = False
+    html_path: Path | None = None
+    md_path: Path | None = None
+    csv_path: Path | None = None
+    columns: tuple[str, ...] | None = None  # None: the report's defaults (more with -v)
+    sort: str = "id"
+    group_by: tuple[str, ...] = ("group",)
+    only: bool = False
+    skip: bool = False
+    github_summary: bool = True
     sources: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -319,11 +395,22 @@ _FIELD = {
     "bench_history": "history",
     "bench_alpha": "alpha",
     "bench_canary_normalize": "canary_normalize",
+    "bench_html": "html_path",
+    "bench_md": "md_path",
+    "bench_csv": "csv_path",
+    "bench_columns": "columns",
+    "bench_sort": "sort",
+    "bench_group_by": "group_by",
+    "bench_only": "only",
+    "bench_skip": "skip",
+    "bench_github_summary": "github_summary",
 }
 # Options that mean "measure" when typed on the command line. In an ini file they only say what
 # to do when measuring: a project that keeps bench_json in pyproject.toml must not make every
 # plain `pytest` run measure.
-_IMPLY_BENCH = ("save", "compare", "ncu", "trace_dir", "json_path", "ab", "ab_serve")
+_IMPLY_BENCH = (
+    "save", "compare", "ncu", "trace_dir", "json_path", "html_path", "md_path", "csv_path", "only", "ab", "ab_serve"
+)  # fmt: skip
 _IMPLY_BENCH_FROM_INI = ("save", "compare", "ab")
 
 
@@ -363,6 +450,10 @@ def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings
             "reference in this job and gates on the paired difference; --bench-compare gates against a recorded "
             "baseline (docs/usage.md, 'Which comparison')"
         )
+    if values.get("only") and values.get("skip"):
+        raise SettingsError(
+            f"--bench-only ({sources['only']}) and --bench-skip ({sources['skip']}) exclude each other; keep one"
+        )
     settings = Settings(**values, sources=sources)
     _check_outputs(settings)
     return settings
@@ -378,7 +469,15 @@ def _check_outputs(settings: Settings) -> None:
 
     if not settings.enabled:
         return
-    checks = [("json_path", "--bench-json", settings.json_path, files.check_writable_file)]
+    checks = [
+        (name, flag, getattr(settings, name), files.check_writable_file)
+        for name, flag in (
+            ("json_path", "--bench-json"),
+            ("html_path", "--bench-html"),
+            ("md_path", "--bench-md"),
+            ("csv_path", "--bench-csv"),
+        )
+    ]
     if settings.save:
         checks.append(("bench_dir", "--bench-dir", settings.bench_dir / settings.save, files.check_writable_dir))
     for field_name, flag, path, check in checks:

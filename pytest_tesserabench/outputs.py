@@ -1,9 +1,15 @@
 """The run's files, written once at the end of the session (on the xdist controller): the
-``--bench-json`` run file and the ``--bench-save`` baseline. Each says what it wrote; a failure
-is one error line and a failed session, never a traceback; nothing is saved from an interrupted
-run (Ctrl-C), since half a run in a baseline would pass for a whole one."""
+``--bench-json`` run file, the reports (``--bench-html``, ``--bench-md``, ``--bench-csv``), the CI
+job summary and the ``--bench-save`` baseline. Each says what it wrote, on a line of its own; a
+failure is one error line and a failed session, never a traceback, except the job summary, which
+only warns (a CI convenience must not fail a run); nothing is saved from an interrupted run
+(Ctrl-C), since half a run in a baseline would pass for a whole one."""
 
 from __future__ import annotations
+
+import os
+
+GITHUB_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
 def write_outputs(state, reporter, *, interrupted: bool) -> bool:
@@ -15,7 +21,8 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
 
     def say(message: str, **markup) -> None:
         if reporter is not None:
-            reporter.ensure_newline()
+            if reporter.config.get_terminal_writer().width_of_current_line:
+                reporter.write_line("")  # never on the end of pytest's progress line
             reporter.write_line(message, **markup)
 
     def error(message: str) -> None:
@@ -30,6 +37,8 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             error(f"--bench-json={settings.json_path}: cannot write the results: {exc}")
         else:
             say(f"tesserabench: wrote {len(state.records)} benchmark(s) to {settings.json_path}")
+    if any((settings.html_path, settings.md_path, settings.csv_path)) or os.environ.get(GITHUB_SUMMARY):
+        _write_reports(state, say, error)
     if settings.save:
         if interrupted:
             say(f"tesserabench: nothing saved to baseline {settings.save}: the run was interrupted", yellow=True)
@@ -46,3 +55,56 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             else:
                 say(f"tesserabench: nothing saved to {path}: no passing benchmark")
     return failed
+
+
+def _write_reports(state, say, error) -> None:
+    from pytest_tesserabench import files
+    from pytest_tesserabench.report.markdown_report import markdown_summary
+
+    settings = state.settings
+    data = state.report_data()
+    layout = dict(columns=settings.columns, sort=settings.sort, group_by=settings.group_by)
+    measured = len(data.records)
+    if settings.html_path is not None:
+        from pytest_tesserabench.report.html_report import html_report
+        from pytest_tesserabench.report.plots import PlotError
+
+        if not measured:
+            say(f"tesserabench: no HTML report written to {settings.html_path}: no benchmark was measured", yellow=True)
+        else:
+            try:
+                files.write_atomic(settings.html_path, html_report(data, **layout))
+            except (OSError, PlotError) as exc:
+                error(f"--bench-html={settings.html_path}: cannot write the report: {exc}")
+            else:
+                say(f"tesserabench: wrote the HTML report of {measured} benchmark(s) to {settings.html_path}")
+    markdown = markdown_summary(data, **layout)
+    if settings.md_path is not None:
+        try:
+            files.write_atomic(settings.md_path, markdown)
+        except OSError as exc:
+            error(f"--bench-md={settings.md_path}: cannot write the summary: {exc}")
+        else:
+            say(f"tesserabench: wrote the markdown summary to {settings.md_path}")
+    if settings.csv_path is not None:
+        from pytest_tesserabench.report.csv_report import csv_text
+
+        try:
+            files.write_atomic(settings.csv_path, csv_text(data.records, data.verdicts))
+        except OSError as exc:
+            error(f"--bench-csv={settings.csv_path}: cannot write the table: {exc}")
+        else:
+            say(f"tesserabench: wrote {measured} row(s) to {settings.csv_path}")
+    summary = os.environ.get(GITHUB_SUMMARY)
+    if summary and settings.github_summary and measured:
+        try:
+            with open(summary, "a", encoding="utf-8") as stream:  # appended: other steps write there too
+                stream.write(markdown)
+        except OSError as exc:
+            say(
+                f"tesserabench: warning: could not append the summary to {GITHUB_SUMMARY}={summary} "
+                f"({exc.strerror or exc}); the run is unaffected (ini bench_github_summary=false turns this off)",
+                yellow=True,
+            )
+        else:
+            say(f"tesserabench: appended the summary to {GITHUB_SUMMARY}")

@@ -81,6 +81,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(hooks, SessionHooks.NAME)
     for warning in hooks.check_before_measuring():
         config.issue_config_time_warning(pytest.PytestWarning(warning), stacklevel=2)
+    if settings.enabled and not state.is_worker:
+        from pytest_tesserabench.report.progress import StatusLine
+
+        state.status = StatusLine.for_terminal(config, quiet=config.get_verbosity() < 0)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -133,7 +137,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         precision = metafunc.definition.get_closest_marker("bench_precision")
         if precision is not None:
             policies = markers.precision_parameters(precision.args, where, metafunc.fixturenames)
-            metafunc.parametrize("precision", policies, ids=[str(p) for p in policies])
+            metafunc.parametrize("precision", policies, ids=[markers.precision_id(p) for p in policies])
     except markers.MarkerError as exc:
         pytest.fail(str(exc), pytrace=False)
 
@@ -183,6 +187,8 @@ def bench(request: pytest.FixtureRequest):
         params=markers.record_params(callspec.params) if callspec else {},
         group=group or f"{module}::{getattr(item, 'originalname', item.name)}",
         settings=settings,
+        status=state.status,
+        test_name=item.name,
     )
     item.stash[BENCH_KEY] = fixture
     return fixture
@@ -224,6 +230,12 @@ class SessionHooks:
             raise pytest.UsageError(str(exc)) from None
         if problem and not state.is_worker:
             warnings_.append(problem)
+        if settings.html_path is not None:
+            from pytest_tesserabench.report.plots import missing_dependency
+
+            missing = missing_dependency()
+            if missing:
+                raise pytest.UsageError(f"--bench-html={settings.html_path}: {missing}")
         if settings.ncu and not state.is_worker:
             from pytest_tesserabench import profiling
 
@@ -246,6 +258,17 @@ class SessionHooks:
         # Workers time it too when comparing: the run-effect model reads this run's canary.
         if state.settings.enabled and (not state.is_worker or state.comparison is not None):
             state.context.time_canary(state.instruments.device_lock)
+
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        settings = self.state.settings
+        if not (settings.only or settings.skip):
+            return
+        # --bench-only keeps the tests that use the bench fixture, --bench-skip the others.
+        keep = [item for item in items if ("bench" in getattr(item, "fixturenames", ())) == settings.only]
+        if len(keep) < len(items):
+            kept = set(keep)
+            config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+            items[:] = keep
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if self.state.comparison is not None:
@@ -294,6 +317,9 @@ class SessionHooks:
                     pytest.PytestWarning(f"{record.id}: {verdict.line()}. To settle it: {verdict.hint()}"),
                     stacklevel=2,
                 )
+        from pytest_tesserabench.report.junit import properties
+
+        item.user_properties.extend(properties(records))  # <property> entries of its JUnit test case
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
@@ -318,11 +344,13 @@ class SessionHooks:
                 record.ab["reference"] = theirs.get(name)
                 record.ab["reference_outcome"] = test.finished.outcome
         missing = []
+        group = next(iter(ours.values())).group if ours else item.nodeid
         for name in dict.fromkeys([*test.reference_unpaired, *test.finished.unpaired]):
             if name not in ours:
                 record_id = item.nodeid if name is None else f"{item.nodeid}::{name}"
                 why = f"measured at {self.state.ab.reference.ref}, not made by this test"
-                missing.append(Verdict(id=record_id, status="MISSING", notes=(why,)).to_json() | {"id": record_id})
+                verdict = Verdict(id=record_id, status="MISSING", notes=(why,)).to_json()
+                missing.append(verdict | {"id": record_id, "nodeid": item.nodeid, "name": name, "group": group})
         item.stash[MISSING_KEY] = missing
 
     @pytest.hookimpl(wrapper=True)
@@ -353,6 +381,10 @@ class SessionHooks:
         for data in getattr(report, MISSING_ATTR, None) or ():
             verdict = Verdict.from_json(data["id"], data, f"the MISSING verdict of {data['id']}")
             self.state.ab_missing[verdict.id] = verdict
+            # A stand-in record, so the reports group it under its test.
+            self.state.ab_missing_records[verdict.id] = BenchRecord(
+                nodeid=data["nodeid"], name=data["name"], group=data["group"], timer="-", rounds_ms=[], stats=None
+            )
         records = []
         for data in getattr(report, REPORT_ATTR, None) or ():
             record = BenchRecord.from_json(_record_id(data), data)
@@ -389,6 +421,8 @@ class SessionHooks:
                 from pytest_tesserabench.ab.worktree import remove
 
                 remove(state.ab.reference)
+        if state.status is not None:
+            state.status.close()
         config.pluginmanager.unregister(self, self.NAME)
 
 

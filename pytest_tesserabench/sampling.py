@@ -8,6 +8,7 @@ The clock is injectable so the rule can be tested without real time.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -106,10 +107,18 @@ def start_measurement(timer: Timer, plan: Plan) -> Measurement:
 
 
 def measure(
-    timer: Timer, budget: Budget, *, plan: Plan | None = None, clock: Callable[[], float] = time.perf_counter
+    timer: Timer,
+    budget: Budget,
+    *,
+    plan: Plan | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+    on_round: Callable[[list[float], float, float | None], None] | None = None,
 ) -> Measurement:
     """Warm up for ``budget.warmup`` seconds (unless ``plan`` says how, from an earlier warm-up),
-    then time rounds until the stopping rule fires."""
+    then time rounds until the stopping rule fires.
+
+    ``on_round(round medians so far, seconds measured, relative half-width of the median's 95%
+    interval or None)`` is called after each round (the terminal's status line)."""
     plan = plan or warm_up(timer, budget, clock=clock)
     result = start_measurement(timer, plan)
     measuring_since = clock()
@@ -117,7 +126,10 @@ def measure(
         take_round(timer, plan, result)
         elapsed = clock() - measuring_since
         enough_rounds = len(result.rounds_ms) >= budget.min_rounds
-        if enough_rounds and stats.relative_ci_halfwidth(result.rounds_ms) <= budget.target_ci:
+        halfwidth = stats.relative_ci_halfwidth(result.rounds_ms) if enough_rounds or on_round else math.inf
+        if on_round is not None:
+            on_round(result.rounds_ms, elapsed, halfwidth if math.isfinite(halfwidth) else None)
+        if enough_rounds and halfwidth <= budget.target_ci:
             result.stop_reason = "converged"
             break
         if enough_rounds and elapsed >= budget.max_time:
@@ -135,5 +147,5 @@ def measure(
 class LocalMeasurer:
     """How ``bench()`` measures by default: all rounds here, nothing compared while measuring."""
 
-    def measure(self, timer: Timer, budget: Budget, *, name: str | None, threshold: float):
-        return measure(timer, budget), None
+    def measure(self, timer: Timer, budget: Budget, *, name: str | None, threshold: float, on_round=None):
+        return measure(timer, budget, on_round=on_round), None

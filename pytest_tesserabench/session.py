@@ -31,8 +31,10 @@ class BenchSession:
         self.records: dict[str, BenchRecord] = {}  # id -> record, in completion order
         self.ran: set[str] = set()  # node ids of tests that reported (controller), for MISSING
         self.ab_missing: dict[str, Verdict] = {}  # calls the reference made and the candidate did not
+        self.ab_missing_records: dict[str, BenchRecord] = {}  # their stand-ins, for the reports' groups
         self.measured: dict[str, float] = {}  # id -> log centre, of what this process measured
         self.suite = None  # run_effect.SuiteShift of the whole run (controller, at the end)
+        self.status = None  # report.progress.StatusLine while measuring on a terminal
 
     # -- before measuring --------------------------------------------------------------------------
     def open_baselines(self) -> str | None:
@@ -112,6 +114,18 @@ class BenchSession:
 
     def document(self, records: dict[str, BenchRecord] | None = None) -> RunDocument:
         return self.context.document(self.records if records is None else records)
+
+    def report_data(self):
+        """What the HTML and markdown reports draw: this run, its verdicts, the baseline's history."""
+        from pytest_tesserabench.report.data import ReportData
+
+        comparison = self.comparison
+        return ReportData(
+            run=self.document(),
+            verdicts=self.all_verdicts(),
+            history=list(comparison.runs) if comparison is not None and comparison.same_machine else [],
+            baseline=f"baseline {comparison.describe()}" if comparison is not None else None,
+        )
 
     # -- files -------------------------------------------------------------------------------------
     def write_json(self) -> None:

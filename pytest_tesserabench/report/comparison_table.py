@@ -1,30 +1,39 @@
-"""The comparison section: every compared benchmark against its baseline, as a rich table."""
+"""The comparison section: every compared benchmark against its baseline.
+
+Laid out like the summary (report/layout.py): a table per group whose header carries what the
+rows share, worst verdicts first; numbers never wrap; a verdict's reasons and notes are kept
+whole, beside the row when there is room and on indented lines under it otherwise.
+"""
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-
-from pytest_tesserabench.results import STATUSES, Verdict
+from pytest_tesserabench.report import rows as R
+from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
+from pytest_tesserabench.results import STATUSES, BenchRecord, Verdict
 from pytest_tesserabench.units import format_ms
 
 # What differs between two runs without changing the machine key (DESIGN.md section 6).
 SOFTWARE_KEYS = ("driver", "cuda", "torch", "triton", "python", "numpy")
-_STYLE = {
-    "REGRESSED": "bold red",
-    "IMPOSSIBLE": "bold red",
+STYLE = {
+    "REGRESSED": "red",
+    "IMPOSSIBLE": "red",
     "INCONCLUSIVE": "yellow",
     "IMPROVED": "green",
     "NEW": "cyan",
-    "MISSING": "magenta",
-    "NOT_GATED": "dim",
+    "MISSING": "purple",
 }
 # Worst first, so a long table starts with what needs attention.
 _ORDER = {status: i for i, status in enumerate(STATUSES)}
+COLUMNS = (
+    Column("verdict", "verdict", align="left"),
+    Column("change", "change [CI95]"),
+    Column("baseline", "baseline", drop=2),
+    Column("now", "now", drop=2),
+    Column("p", "p", drop=1),
+    Column("runs", "runs", drop=1),
+)
 
 
 def software_differences(candidate_machine: Mapping | None, baseline_machine: Mapping | None) -> list[str]:
@@ -38,77 +47,81 @@ def software_differences(candidate_machine: Mapping | None, baseline_machine: Ma
     return diffs
 
 
-def _verdict_text(verdict: Verdict) -> str:
-    text = verdict.status if verdict.severity is None else f"{verdict.status} ({verdict.severity})"
-    # Reasons first (why it failed), then notes: kernel changes, a short history, why not gated.
-    details = [*verdict.reasons, *verdict.notes]
-    return text + ("\n" + "\n".join(details) if details else "")
+def verdict_head(verdict: Verdict) -> str:
+    return verdict.status if verdict.severity is None else f"{verdict.status} ({verdict.severity})"
 
 
-def render_comparison(
+def _cells(verdict: Verdict) -> dict[str, str]:
+    return {
+        "verdict": verdict_head(verdict),
+        "change": verdict.change_text(),
+        "baseline": format_ms(verdict.baseline_ms),
+        "now": format_ms(verdict.candidate_ms),
+        "p": "-" if verdict.p_value is None else f"{verdict.p_value:.2g}",
+        "runs": str(verdict.history) if verdict.history else "-",
+    }
+
+
+def _stand_in(verdict_id: str) -> BenchRecord:
+    """A record for a verdict whose benchmark no run at hand describes: grouped by its id alone."""
+    return BenchRecord(nodeid=verdict_id, name=None, group=verdict_id, timer="cpu", rounds_ms=[], stats=None)
+
+
+def counts_text(verdicts: Mapping[str, Verdict]) -> str:
+    """'1 regressed, 3 unchanged', worst first."""
+    counts: dict[str, int] = {}
+    for verdict in verdicts.values():
+        counts[verdict.status] = counts.get(verdict.status, 0) + 1
+    ordered = sorted(counts.items(), key=lambda item: _ORDER.get(item[0], 99))
+    return ", ".join(f"{n} {s.lower().replace('_', ' ')}" for s, n in ordered) or "nothing compared"
+
+
+def comparison_lines(
     verdicts: Mapping[str, Verdict],
     *,
     version_diffs: list[str],
     canary_ratio: float | None,
+    records: Mapping[str, BenchRecord] | None = None,
     width: int = 120,
-    color: bool = False,
     canary: bool = True,
-) -> str:
-    """The terminal comparison section as text (ANSI colours only when ``color``)."""
-    # The verdict comes first after the name; numbers never wrap (a split number misleads); on a
-    # narrow terminal p and the history length give way.
-    wide = width >= 110
-    table = Table(title="benchmark comparison", title_justify="left", expand=False, box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("benchmark", overflow="fold", ratio=1, min_width=16)
-    table.add_column("verdict", overflow="fold")
-    table.add_column("change [95% CI]", justify="right", no_wrap=True)
-    table.add_column("baseline", justify="right", no_wrap=True)
-    table.add_column("now", justify="right", no_wrap=True)
-    if wide:
-        table.add_column("p", justify="right", no_wrap=True)
-        table.add_column("runs", justify="right", no_wrap=True)
-    for verdict in sorted(verdicts.values(), key=lambda v: (_ORDER.get(v.status, 99), v.id)):
-        cells = [
-            verdict.id,
-            _verdict_text(verdict),
-            verdict.change_text(),
-            format_ms(verdict.baseline_ms),
-            format_ms(verdict.candidate_ms),
-        ]
-        if wide:
-            cells += [
-                "-" if verdict.p_value is None else f"{verdict.p_value:.2g}",
-                str(verdict.history) if verdict.history else "-",
-            ]
-        table.add_row(*cells, style=_STYLE.get(verdict.status))
+) -> list[Line]:
+    """The comparison section. ``records`` (id -> record, from this run or the baseline) name
+    each verdict's group; a verdict without one is a group of its own."""
+    records = records or {}
+    by_record = {vid: records.get(vid) or _stand_in(vid) for vid in verdicts}
+    groups = R.group_records(R.sort_records(by_record.values()), ("group",))
 
-    buffer = io.StringIO()
-    # markup=False: node ids hold brackets ("test_x[M=64]") that rich would read as style tags.
-    console = Console(
-        file=buffer,
-        width=width,
-        force_terminal=color,
-        no_color=not color,
-        color_system="standard" if color else None,
-        highlight=False,
-        emoji=False,
-        markup=False,
-    )
-    console.print(table)
-    counts: dict[str, int] = {}
-    for verdict in verdicts.values():
-        counts[verdict.status] = counts.get(verdict.status, 0) + 1
-    console.print(
-        ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items(), key=lambda x: _ORDER.get(x[0], 99)))
-        or "nothing compared"
-    )
+    def worst(members: list[BenchRecord]) -> int:
+        return min(_ORDER.get(verdicts[m.id].status, 99) for m in members)
+
+    out: list[Line] = []
+    for key, members in sorted(groups.items(), key=lambda item: (worst(item[1]), R.natural_key(item[0]))):
+        members = sorted(members, key=lambda m: _ORDER.get(verdicts[m.id].status, 99))  # stable: ids stay in order
+        shared, labels = R.row_labels(members)
+        rows = []
+        for member, label in zip(members, labels):
+            verdict = verdicts[member.id]
+            details = [*verdict.reasons, *verdict.notes]  # why it failed first, then what to know
+            rows.append(Row(label, _cells(verdict), details, STYLE.get(verdict.status)))
+        if out:
+            out.append(Line(""))
+        out.append(Line(shorten_middle(R.group_title(key, shared, []), width), "bold"))
+        table = render_table("benchmark", COLUMNS, rows, width, details_apart=True)
+        out.extend(table.lines)
+        out.extend(hidden_note(table, width))
+    out.append(Line(""))
+    out.append(Line(counts_text(verdicts), "bold"))
     if canary_ratio is not None:
-        console.print(f"canary: {canary_ratio:.3f}x the baseline's (machine-wide speed; 1.000 = same)")
-    elif canary:
-        console.print("canary: not available in one of the runs")
+        out.append(Line(f"canary: {canary_ratio:.3f}x the baseline's (machine-wide speed; 1.000 = same)"))
+    elif canary:  # (A/B has no canary line: the pairs cancel what the machine does)
+        out.append(Line("canary: not available in one of the runs"))
     if version_diffs:
-        console.print("software differs from the baseline: " + "; ".join(version_diffs))
-    hints = sorted({v.hint() for v in verdicts.values() if v.hint()})
-    for hint in hints:
-        console.print(f"inconclusive: {hint}")
-    return buffer.getvalue()
+        out.append(Line("software differs from the baseline: " + "; ".join(version_diffs)))
+    for hint in sorted({v.hint() for v in verdicts.values() if v.hint()}):
+        out.append(Line(f"inconclusive: {hint}", "yellow"))
+    return out
+
+
+def render_comparison(verdicts: Mapping[str, Verdict], *, color: bool = False, **kwargs) -> str:
+    """The comparison section as text (see comparison_lines); ANSI colours with ``color``."""
+    return as_text(comparison_lines(verdicts, **kwargs), color=color)

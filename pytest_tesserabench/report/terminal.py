@@ -1,126 +1,98 @@
-"""The terminal summary: a table per group, or one line per benchmark under ``-q``."""
+"""The terminal summary: a table per group, or one line per benchmark under ``-q``.
+
+Tables come from report/layout.py, so an id is never split: a group's header carries what its
+rows share, a row shows the rest, and what does not fit gives way (details, then value columns,
+then the middle of a name).
+"""
 
 from __future__ import annotations
 
-import io
-from collections import defaultdict
+from collections.abc import Mapping, Sequence
 
-from rich import box
-from rich.console import Console
-from rich.table import Table
-
+from pytest_tesserabench.report import rows as R
+from pytest_tesserabench.report.layout import (
+    Column,
+    Line,
+    Row,
+    hidden_note,
+    render_table,
+    shorten_middle,
+    shorten_unique,
+)
 from pytest_tesserabench.results import BenchRecord
-from pytest_tesserabench.units import format_ms
+
+QUIET_MIN_ID = 30  # under -q an id is shortened no further than this, whatever the width
 
 
-def _rate(value: float | None) -> str:
-    return "-" if not value else f"{value:.3g}"
+def summary_lines(
+    records: Mapping[str, BenchRecord] | Sequence[BenchRecord],
+    *,
+    width: int = 80,
+    verbosity: int = 0,
+    columns: Sequence[str] | None = None,
+    sort: str = "id",
+    group_by: Sequence[str] = ("group",),
+) -> list[Line]:
+    """The summary as lines: one table per group (``-q``: one line per benchmark)."""
+    records = list(records.values()) if isinstance(records, Mapping) else list(records)
+    measured = R.sort_records([r for r in records if r.stats is not None], sort)
+    if not measured:
+        return []
+    if verbosity < 0:
+        return quiet_lines(measured, width=width)
+    speeds = R.relative_speeds(R.sort_records(measured))  # relative to each test's first call
+    out: list[Line] = []
+    for key, members in R.group_records(measured, group_by).items():
+        keys = tuple(columns) if columns else R.default_columns(members, verbose=verbosity > 0)
+        table_columns = [Column(k, R.FIELDS[k].header, drop=R.FIELDS[k].drop) for k in keys]
+        shared, labels = R.row_labels(members)
+        member_notes = [R.notes(r, timer_shown="timer" in keys) for r in members]
+        common = R.common_notes(member_notes)
+        table_rows = [
+            Row(label, {k: R.FIELDS[k].cell(r, speeds) for k in keys}, [n for n in notes if n not in common])
+            for r, label, notes in zip(members, labels, member_notes)
+        ]
+        if out:
+            out.append(Line(""))
+        title = R.group_title(key, shared, common)
+        out.append(Line(shorten_middle(title, width), "bold"))
+        table = render_table("benchmark", table_columns, table_rows, width)
+        out.extend(table.lines)
+        out.extend(hidden_note(table, width))
+    return out
 
 
-def row_label(record: BenchRecord) -> str:
-    """What distinguishes a record inside its group: the parameter id and the call's name."""
-    nodeid = record.nodeid
-    params = nodeid[nodeid.index("[") + 1 : -1] if nodeid.endswith("]") and "[" in nodeid else ""
-    parts = [p for p in (params, record.name) if p]
-    return " · ".join(parts) if parts else nodeid.rsplit("::", 1)[-1]
-
-
-def notes(record: BenchRecord) -> str:
-    out = []
-    if record.timer == "interpreter":
-        out.append("interpreter, not gated")
-    elif record.timer != "cpu":
-        out.append(record.timer.replace("_", " "))
-    if record.stats and record.stats.noisy:
-        out.append("noisy")
-    roof = record.roofline
-    if roof and roof.get("efficiency") is not None:
-        out.append(f"{roof['efficiency']:.0%} of {roof.get('bound') or 'the'} roof")
-    for target in record.targets:
-        if target.get("checked"):
-            verdict = "met" if target.get("met") else "MISSED"
-            out.append(f"target {target.get('at_least')}x vs {target.get('relative_to')} {verdict}")
-    return ", ".join(out)
-
-
-def relative_speeds(records: list[BenchRecord]) -> dict[str, float | None]:
-    """Each record's speed relative to the first measured call of its own test (1.0 for it).
-
-    None where the two were timed differently (an interpreted kernel against a torch CPU call):
-    such a ratio says nothing about either.
-    """
-    first: dict[str, BenchRecord] = {}
-    speeds: dict[str, float | None] = {}
+def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line]:
+    """One line per benchmark: its whole id (shortened in the middle only when the line would
+    not fit), median, interval, rates and notes."""
+    tails = []
     for record in records:
-        reference = first.setdefault(record.nodeid, record)
-        median, base = record.median_ms, reference.median_ms
-        comparable = reference.timer == record.timer and median and base
-        speeds[record.id] = base / median if comparable else None
-    return speeds
+        parts = [f"{R.FIELDS['median'].cell(record, {})} {R.FIELDS['ci'].cell(record, {})}"]
+        if record.tflops:
+            parts.append(R.FIELDS["throughput"].cell(record, {}))
+        if record.gbps:
+            parts.append(R.FIELDS["bandwidth"].cell(record, {}))
+        notes = R.notes(record)
+        if notes:
+            parts.append(f"({', '.join(notes)})")
+        tails.append("  " + "  ".join(parts))
+    ids = [r.id for r in records]
+    rooms = [max(QUIET_MIN_ID, width - len(t)) for t in tails]
+    short = [shorten_middle(i, room) for i, room in zip(ids, rooms)]
+    clashes: dict[str, list[int]] = {}
+    for index, text in enumerate(short):
+        clashes.setdefault(text, []).append(index)
+    for members in clashes.values():  # ids that differ only where they were cut: cut them alike, apart
+        if len({ids[i] for i in members}) > 1:
+            apart = shorten_unique([ids[i] for i in members], min(rooms[i] for i in members))
+            for index, text in zip(members, apart):
+                short[index] = text
+    return [Line(i + t) for i, t in zip(short, tails)]
 
 
-def render_summary(
-    records: dict[str, BenchRecord], *, width: int = 120, color: bool = False, quiet: bool = False
-) -> str:
-    ordered = [r for r in records.values() if r.stats is not None]
-    if not ordered:
-        return ""
-    speeds = relative_speeds(ordered)
-    if quiet:
-        lines = []
-        for record in ordered:
-            extra = f"  {record.tflops:.4g} TFLOP/s" if record.tflops else ""
-            extra += f"  {record.gbps:.4g} GB/s" if record.gbps else ""
-            note = notes(record)
-            extra += f"  ({note})" if note else ""
-            lines.append(f"{record.id}  {format_ms(record.stats.median_ms)} ±{record.stats.ci_halfwidth:.1%}{extra}")
-        return "\n".join(lines) + "\n"
-
-    groups: dict[str, list[BenchRecord]] = defaultdict(list)
-    for record in ordered:
-        groups[record.group].append(record)
-    show_tflops = any(r.tflops for r in ordered)
-    show_gbps = any(r.gbps for r in ordered)
-    out = io.StringIO()
-    # markup=False: labels and notes are data, never rich style tags.
-    console = Console(file=out, width=width, force_terminal=color, no_color=not color, highlight=False, markup=False)
-    for group, members in groups.items():
-        table = Table(
-            title=group,
-            title_justify="left",
-            title_style="bold",
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            collapse_padding=True,
-        )
-        wide = width >= 110  # min and IQR give way on narrow terminals; the median and its CI never do
-        columns = [("benchmark", "left"), ("median", "right"), ("±95%", "right")]
-        columns += [("min", "right"), ("IQR", "right")] if wide else []
-        columns += [("rounds", "right")]
-        columns += [("TFLOP/s", "right")] if show_tflops else []
-        columns += [("GB/s", "right")] if show_gbps else []
-        columns += [("speed", "right"), ("notes", "left")]
-        for header, justify in columns:
-            wraps = header in ("benchmark", "notes")
-            table.add_column(
-                header,
-                justify=justify,
-                no_wrap=not wraps,
-                overflow="fold" if wraps else "ellipsis",
-                ratio=1 if wraps else None,
-            )
-        for record in members:
-            s = record.stats
-            cells = [row_label(record), format_ms(s.median_ms), f"{s.ci_halfwidth:.1%}"]
-            cells += [format_ms(s.min_ms), format_ms(s.iqr_ms)] if wide else []
-            cells += [str(s.rounds)]
-            cells += [_rate(record.tflops)] if show_tflops else []
-            cells += [_rate(record.gbps)] if show_gbps else []
-            speed = speeds[record.id]
-            cells += ["-" if speed is None else f"{speed:.2f}x", notes(record)]
-            table.add_row(*cells)
-        console.print(table)
-    return out.getvalue()
+def render_summary(records, **kwargs) -> str:
+    """The summary as plain text (see summary_lines)."""
+    return "".join(line.text + "\n" for line in summary_lines(records, **kwargs))
 
 
 def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
@@ -132,31 +104,6 @@ def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
             lines.append(record_id)
             lines.extend(f"  {line}" for line in format_kernel_lines(record.kernels))
     return lines
-
-
-def _write_ab_section(terminalreporter, state, width: int) -> None:
-    from pytest_tesserabench.report.comparison_table import render_comparison
-
-    terminalreporter.write_sep("-", f"A/B: {state.reference.describe()}")
-    terminalreporter.write(
-        render_comparison(
-            state.all_verdicts(),
-            version_diffs=[],
-            canary_ratio=None,
-            width=width,
-            color=terminalreporter.hasmarkup,
-            canary=False,
-        )  # fmt: skip
-    )
-    records = [r for r in state.records.values() if r.ab and r.ab.get("decision")]
-    settled = [r.ab["settle_s"] for r in records if r.ab.get("settle_s")]
-    if records:
-        pairs = sum(r.ab["decision"]["pairs"] for r in records)
-        line = f"A/B: {len(records)} benchmark(s) compared in {pairs} pairs of blocks"
-        if settled:
-            decided = sum(1 for r in records if r.ab.get("settle_s") and r.ab["decision"]["decided"])
-            line += f"; {len(settled)} needed settling ({sum(settled):.1f} s), {decided} of them then decided"
-        terminalreporter.write_line(line)
 
 
 def header_lines(state, interpret_switch) -> list[str]:
@@ -187,11 +134,19 @@ def header_lines(state, interpret_switch) -> list[str]:
 
 def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     """The whole tesserabench section of the terminal summary."""
+    settings = state.settings
     width = terminalreporter.config.get_terminal_writer().fullwidth
     terminalreporter.write_sep("=", "tesserabench")
-    terminalreporter.write(
-        render_summary(state.records, width=width, color=terminalreporter.hasmarkup, quiet=verbosity < 0)
+    lines = summary_lines(
+        state.records,
+        width=width,
+        verbosity=verbosity,
+        columns=settings.columns,
+        sort=settings.sort,
+        group_by=settings.group_by,
     )
+    for line in lines:
+        terminalreporter.write_line(line.text, **line.markup())
     kernel_lines = _kernel_lines(state.records)
     if kernel_lines and verbosity >= 0:
         terminalreporter.write_sep("-", "static kernel analysis")
@@ -203,23 +158,45 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     if comparison is None:
         return
     from pytest_tesserabench.gate import canary_ratio
-    from pytest_tesserabench.report.comparison_table import render_comparison, software_differences
+    from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
 
     terminalreporter.write_sep("-", f"compared with baseline {comparison.describe()}")
-    terminalreporter.write(
-        render_comparison(
-            state.all_verdicts(),
-            version_diffs=software_differences(state.context.machine_info, comparison.baseline.latest_machine),
-            canary_ratio=canary_ratio([state.document()], comparison.runs) if comparison.same_machine else None,
-            width=width,
-            color=terminalreporter.hasmarkup,
-        )
-    )
+    known = {i: r for run in comparison.runs for i, r in run.benchmarks.items()}  # names MISSING ones' groups
+    for line in comparison_lines(
+        state.all_verdicts(),
+        records={**known, **state.records},
+        version_diffs=software_differences(state.context.machine_info, comparison.baseline.latest_machine),
+        canary_ratio=canary_ratio([state.document()], comparison.runs) if comparison.same_machine else None,
+        width=width,
+    ):
+        terminalreporter.write_line(line.text, **line.markup())
     if state.suite is not None:
-        line = state.suite.line()
-        terminalreporter.write_line(("FAILED: " if state.suite.failed else "") + line, red=state.suite.failed)
+        text = ("FAILED: " if state.suite.failed else "") + state.suite.line()
+        terminalreporter.write_line(text, red=state.suite.failed)
     not_run = comparison.not_run(state.ran)
     if not_run:
         terminalreporter.write_line(
             f"{not_run} baseline benchmark(s) belong to tests that did not run in this session (deselected or removed)"
         )
+
+
+def _write_ab_section(terminalreporter, state, width: int) -> None:
+    from pytest_tesserabench.report.comparison_table import comparison_lines
+
+    terminalreporter.write_sep("-", f"A/B: {state.reference.describe()}")
+    records = {**state.ab_missing_records, **state.records}
+    for line in comparison_lines(
+        state.all_verdicts(), records=records, version_diffs=[], canary_ratio=None, width=width, canary=False
+    ):
+        terminalreporter.write_line(line.text, **line.markup())
+    compared = [r for r in state.records.values() if r.ab and r.ab.get("decision")]
+    if not compared:
+        return
+    pairs = sum(r.ab["decision"]["pairs"] for r in compared)
+    text = f"A/B: {len(compared)} benchmark(s) compared in {pairs} pairs of blocks"
+    settled = [r for r in compared if r.ab.get("settle_s")]
+    if settled:
+        decided = sum(1 for r in settled if r.ab["decision"]["decided"])
+        seconds = sum(r.ab["settle_s"] for r in settled)
+        text += f"; {len(settled)} needed settling ({seconds:.1f} s), {decided} of them then decided"
+    terminalreporter.write_line(text)

@@ -113,7 +113,7 @@ def survives_downstream(runs):
     verdicts = compare_runs(runs[-1:], runs)
     render_comparison(verdicts, version_diffs=[], canary_ratio=None, width=100)
     render_summary(runs[-1].benchmarks, width=100)
-    render_summary(runs[-1].benchmarks, quiet=True)
+    render_summary(runs[-1].benchmarks, verbosity=-1)
     for verdict in verdicts.values():
         verdict.line()
         assert verdict.ratio is None or math.isfinite(verdict.ratio)

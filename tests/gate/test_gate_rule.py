@@ -190,7 +190,7 @@ def test_config_validation_names_the_field():
     ("ms", "text"),
     [
         (1.0, "1.00 ms"),
-        (0.0456, "45.6 us"),
+        (0.0456, "45.6 µs"),
         (2100, "2.10 s"),
         (0.0000812, "81.2 ns"),
         (0.99963, "1.00 ms"),
@@ -224,3 +224,33 @@ def test_precomputed_priors_give_the_same_verdicts(rng):
     assert set(priors) == set(IDS)
     fresh, cached = compare_runs(cand, base), compare_runs(cand, base, priors=priors)
     assert {i: (v.status, v.p_value) for i, v in fresh.items()} == {i: (v.status, v.p_value) for i, v in cached.items()}
+
+
+def kernel(**fields):
+    return {"name": "k", "arch": "sm_90", "constexprs": {"BLOCK": 1024}, "num_warps": 4, "spill_bytes": 0,
+            "occupancy": 1.0, **fields}  # fmt: skip
+
+
+def test_interpreted_records_with_unchanged_figures_are_unchanged_not_ungated(rng):
+    same = {i: [kernel()] for i in IDS}
+    verdicts = compare_runs(make_runs(1, rng, kernels=same, timer="interpreter"), make_runs(3, rng, kernels=same))
+    assert {v.status for v in verdicts.values()} == {"UNCHANGED"}
+    assert verdicts[IDS[0]].notes[0] == "kernel figures compared; timings not (timed in the Triton interpreter)"
+
+
+def test_a_new_config_that_spills_regresses_unless_its_timing_shows_it_is_not_slower(rng):
+    old = {IDS[0]: [kernel()]}
+    worse = {IDS[0]: [kernel(constexprs={"BLOCK": 8192}, num_warps=1, spill_bytes=664, occupancy=0.12)]}
+    # Without a timing (the interpreter): the figures decide.
+    verdict = compare_runs(make_runs(1, rng, kernels=worse, timer="interpreter"), make_runs(3, rng, kernels=old))[
+        IDS[0]
+    ]
+    assert verdict.status == "REGRESSED" and verdict.severity == "moderate"
+    assert "kernel k (sm_90): the new config spills 664 B" in verdict.reasons
+    assert any("config changed: BLOCK 1024 -> 8192, num_warps 4 -> 1" in note for note in verdict.notes)
+    # Timed, and not slower: an autotuner may trade occupancy for speed; shown, not gated.
+    timed = compare_runs(make_runs(1, rng, kernels=worse), make_runs(3, rng, kernels=old))[IDS[0]]
+    assert timed.status == "UNCHANGED" and "its timing is not slower" in " ".join(timed.notes)
+    # Timed and slower: the new config's losses join the timing's regression.
+    slower = compare_runs(make_runs(1, rng, kernels=worse, scale={IDS[0]: 1.3}), make_runs(3, rng, kernels=old))[IDS[0]]
+    assert slower.status == "REGRESSED" and "kernel k (sm_90): the new config spills 664 B" in slower.reasons

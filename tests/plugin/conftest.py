@@ -46,3 +46,9 @@ def steady_canary(monkeypatch):
     (the run-effect model reads it), making verdicts depend on how busy the CI machine is."""
 
     monkeypatch.setattr(canary, "measure_canary", lambda samples=canary.CANARY_SAMPLES: [2.0] * samples)
+
+
+@pytest.fixture(autouse=True)
+def no_ci_job_summary(monkeypatch):
+    """The throwaway projects these tests run must not append to the real CI job's summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)

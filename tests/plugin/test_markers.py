@@ -12,7 +12,41 @@ def test_sizes_cartesian_product_with_readable_ids(pytester):
             assert N == 3
     """)
     result = pytester.runpytest("--collect-only", "-q")
-    result.stdout.fnmatch_lines(["*test_a[[]M=1-N=3[]]", "*test_a[[]M=2-N=3[]]"])
+    result.stdout.fnmatch_lines(["*test_a[[]M1-N3[]]", "*test_a[[]M2-N3[]]"])
+
+
+def test_generated_ids_are_stable_and_k_selects_them(pytester):
+    """The id form keys baselines: a change here orphans every saved benchmark (docs/usage.md)."""
+    from pytest_tesserabench.markers import param_id, precision_id
+    from pytest_tesserabench.precision import Precision
+
+    assert [param_id("M", 4096), param_id("scale", 0.5), param_id("shift", -1), param_id("D2", 64)] == [
+        "M4096",
+        "scale0.5",
+        "shift-1",
+        "D2_64",
+    ]
+    assert [param_id("causal", True), param_id("layout", "row major"), param_id("mode", "a=b")] == [
+        "causal_True",
+        "layout_row_major",
+        "mode_a_b",
+    ]
+    assert [precision_id(Precision.parse(p)) for p in ("bf16", "fp8_e4m3@accum(fp32)", "fp16@accum(fp16)")] == [
+        "bf16",
+        "fp8_e4m3",
+        "fp16_accum_fp16",
+    ]
+    pytester.makepyfile("""
+        import pytest
+        @pytest.mark.bench_sizes(M=[1024, 4096], N=[4096])
+        @pytest.mark.bench_precision("bf16", "fp16@accum(fp16)")
+        def test_mm(M, N, precision):
+            pass
+    """)
+    result = pytester.runpytest("-v", "-k", "M4096-N4096-bf16 or fp16_accum_fp16 and M1024")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*test_mm[[]M4096-N4096-bf16[]] PASSED*"])
+    result.stdout.fnmatch_lines(["*test_mm[[]M1024-N4096-fp16_accum_fp16[]] PASSED*"])
 
 
 def test_sizes_explicit_points(pytester):
@@ -38,9 +72,9 @@ def test_sizes_with_precision_and_parametrize(pytester):
     result = pytester.runpytest("--collect-only", "-q")
     result.stdout.fnmatch_lines(
         [
-            "*test_a[[]S=128-fp16-True[]]",
-            "*test_a[[]S=128-fp8_e4m3-True[]]",
-            "*test_a[[]S=128-fp16@accum(fp16)-True[]]",
+            "*test_a[[]S128-fp16-True[]]",
+            "*test_a[[]S128-fp8_e4m3-True[]]",
+            "*test_a[[]S128-fp16_accum_fp16-True[]]",
         ]
     )
 

@@ -1,10 +1,17 @@
-"""The terminal summary and its compact form."""
+"""The terminal summary: ids never split at any width, the columns, units, notes and -q."""
 
-from pytest_tesserabench.report.terminal import relative_speeds, render_summary, row_label
-from pytest_tesserabench.results import BenchRecord, Stats
+import re
+
+import pytest
+
+from pytest_tesserabench.report.comparison_table import comparison_lines
+from pytest_tesserabench.report.layout import ELLIPSIS, as_text, shorten_middle, shorten_unique
+from pytest_tesserabench.report.rows import group_records, relative_speeds, row_labels, sort_records
+from pytest_tesserabench.report.terminal import render_summary, summary_lines
+from pytest_tesserabench.results import BenchRecord, Stats, Verdict
 
 
-def record(nodeid, name, median, group="g", tflops=None, timer="cpu", noisy=False):
+def record(nodeid, name, median, group="g", tflops=None, gbps=None, timer="cpu", noisy=False, params=None):
     stats = Stats(
         median_ms=median,
         ci95_ms=(median * 0.99, median * 1.01),
@@ -19,41 +26,200 @@ def record(nodeid, name, median, group="g", tflops=None, timer="cpu", noisy=Fals
         noisy=noisy,
     )
     return BenchRecord(
-        nodeid=nodeid, name=name, group=group, timer=timer, rounds_ms=[median] * 7, stats=stats, tflops=tflops
+        nodeid=nodeid,
+        name=name,
+        group=group,
+        timer=timer,
+        rounds_ms=[median] * 7,
+        stats=stats,
+        tflops=tflops,
+        gbps=gbps,
+        params=params or {},
     )
+
+
+def by_id(*records):
+    return {r.id: r for r in records}
 
 
 def test_row_labels_and_relative_speed():
     recs = [
-        record("t.py::test_mm[M=64-bf16]", None, 2.0, tflops=10.0),
-        record("t.py::test_mm[M=64-bf16]", "torch", 1.0),
+        record("t.py::test_mm[M64-bf16]", None, 2.0, tflops=10.0),
+        record("t.py::test_mm[M64-bf16]", "torch", 1.0),
     ]
-    assert [row_label(r) for r in recs] == ["M=64-bf16", "M=64-bf16 · torch"]
-    assert relative_speeds(recs) == {recs[0].id: 1.0, recs[1].id: 2.0}
+    assert row_labels(recs) == ("t.py::test_mm[M64-bf16]", ["(first call)", "torch"])
+    recs.append(record("t.py::test_mm[M128-bf16]", None, 4.0))
+    assert row_labels(recs) == ("t.py::test_mm", ["M64-bf16", "M64-bf16 · torch", "M128-bf16"])
+    assert relative_speeds(recs[:2]) == {recs[0].id: 1.0, recs[1].id: 2.0}
     recs[0].timer = "interpreter"  # an interpreted kernel beside a CPU call: no ratio
-    assert relative_speeds(recs)[recs[1].id] is None
+    assert relative_speeds(recs[:2])[recs[1].id] is None
 
 
-def test_table_per_group():
-    recs = {
-        r.id: r
-        for r in (
-            record("a.py::t[1]", None, 1.0, group="A", tflops=3.0),
-            record("b.py::u", None, 2.0, group="B", timer="interpreter"),
+def test_shorten_middle_keeps_both_ends_and_unique_cuts_keep_ids_apart():
+    assert shorten_middle("abcdefghij", 10) == "abcdefghij"
+    assert shorten_middle("abcdefghij", 7) == "ab…ghij"
+    # Two names differing only in their middle: a plain middle cut would make them one.
+    names = ["test_x[M1024-N4096-K4096-bf16]", "test_x[M2048-N4096-K4096-bf16]"]
+    assert len(set(shorten_middle(n, 16) for n in names)) == 1
+    short = shorten_unique(names, 16)
+    assert len(set(short)) == 2 and all(len(s) == 16 for s in short)
+
+
+# Ids as long as the benchmark suite's, some differing only at their end, one only in its middle.
+FP8 = "tests/bench/test_bench_matmul.py::test_matmul_fp8_llm_projection"
+SUITE = [
+    (f"{FP8}[M16384-N28672-K4096-fp8_e4m3]", None),
+    (f"{FP8}[M16384-N28672-K4096-fp8_e4m3]", "torch._scaled_mm"),
+    (f"{FP8}[M16384-N8192-K28672-fp8_e4m3]", None),
+    (f"{FP8}[M16384-N8192-K28672-fp8_e4m3]", "torch._scaled_mm"),
+    ("tests/bench/test_bench_attention.py::test_attention[B2-H16-S8192-D128-causal_True-bf16]", None),
+    ("tests/bench/test_bench_attention.py::test_attention[B2-H16-S8192-D128-causal_True-bf16]", "sdpa"),
+    ("tests/bench/test_bench_attention.py::test_attention[B2-H16-S8192-D128-causal_False-bf16]", "sdpa"),
+    ("tests/bench/test_bench_rows.py::test_softmax_with_an_unusually_long_function_name_for_the_suite", None),
+    ("tests/bench/test_bench_rows.py::test_softmax_with_an_unusually_long_function_name_for_the_suite", "torch"),
+]  # fmt: skip
+
+
+def suite_records():
+    records = []
+    for i, (nodeid, name) in enumerate(SUITE):
+        group = nodeid.split("[")[0]
+        records.append(
+            record(nodeid, name, 0.5 + i, group=group, tflops=1.45e-05 * (i + 1), gbps=12.3, noisy=i % 3 == 0)
         )
+    return by_id(*records)
+
+
+def appears_whole_or_shortened(text, line):
+    """``text`` in ``line`` whole, or as a start (maybe empty) and an end around an ellipsis."""
+    if text in line:
+        return True
+    for match in re.finditer(re.escape(ELLIPSIS), line):
+        before = line[: match.start()]
+        after = line[match.end() :]
+        for i in range(0, len(before) + 1):
+            head = before[len(before) - i :]
+            if not text.startswith(head):
+                continue
+            rest = text[len(head) :]
+            for j in range(1, len(rest)):
+                if after.startswith(rest[-j:]) and len(head) + j < len(text):
+                    return True
+    return False
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, 200])
+@pytest.mark.parametrize("verbosity", [0, 1])
+def test_no_id_is_ever_split_at_any_width(width, verbosity):
+    records = suite_records()
+    text = render_summary(records, width=width, verbosity=verbosity)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    for members in group_records(records.values()).values():
+        shared, labels = row_labels(members)
+        assert sum(appears_whole_or_shortened(shared, line) for line in lines) == 1
+        # Each row's label on exactly one line, as its first cell, whole or cut in the middle.
+        for label in labels:
+            rows = [line for line in lines if appears_whole_or_shortened(label, line.split("  ")[0])]
+            assert len(rows) >= 1, (label, text)
+        firsts = [line.split("  ")[0] for line in lines if line and not line.startswith((" ", "─", "benchmark", "("))]
+        assert len(firsts) == len(set(firsts))  # shortened names stay distinct
+    # Parts of an id never start a line of their own (a wrapped id would).
+    for nodeid, _ in SUITE:
+        for tail in (nodeid[-12:], "::" + nodeid.split("::")[-1][:10]):
+            assert not any(line.startswith(tail) for line in lines)
+
+
+@pytest.mark.parametrize("width", [60, 80, 120, 200])
+def test_quiet_is_one_line_per_benchmark_with_whole_or_shortened_ids(width):
+    records = suite_records()
+    lines = render_summary(records, width=width, verbosity=-1).splitlines()
+    ordered = sort_records(records.values())  # -q lists in id order
+    assert len(lines) == len(ordered)
+    for record, line in zip(ordered, lines):
+        assert appears_whole_or_shortened(record.id, line.split("  ")[0]), (record.id, line)
+        assert ("(noisy)" in line) == record.stats.noisy  # -q keeps the notes
+    firsts = [line.split("  ")[0] for line in lines]
+    assert len(set(firsts)) == len(records)  # ids differing only at their end stay apart
+    if width >= 200:
+        assert all(line.startswith(r.id + "  ") for r, line in zip(ordered, lines))  # room enough: whole
+
+
+def test_units_scale_and_labels_read_right():
+    recs = by_id(
+        record("a.py::t[n1]", None, 0.0456, group="A", tflops=1.45e-05, gbps=0.845),
+        record("a.py::t[n2]", None, 2.5, group="A", tflops=812e-3, gbps=3350),
+    )
+    text = render_summary(recs, width=120)
+    assert "14.5 MFLOP/s" in text and "812 GFLOP/s" in text
+    assert "845 MB/s" in text and "3.35 TB/s" in text
+    assert "45.6 µs" in text and "2.50 ms" in text
+    assert "CI95" in text and "±1.0%" in text and "±95%" not in text and "e-05" not in text
+
+
+def test_verbose_adds_min_iqr_rounds_timer():
+    recs = by_id(record("a.py::t[n1]", None, 1.0), record("a.py::t[n2]", None, 2.0))
+    plain = summary_lines(recs, width=200)[1].text.split()
+    verbose = summary_lines(recs, width=200, verbosity=1)[1].text.split()
+    assert plain == ["benchmark", "median", "CI95"]
+    assert verbose == ["benchmark", "median", "CI95", "min", "IQR", "rounds", "timer"]
+    # At 60 columns the extra columns give way, and the table says which.
+    narrow = render_summary(recs, width=40, verbosity=1)
+    assert "hidden at 40 columns" in narrow and "1.00 ms" in narrow
+
+
+def test_notes_every_row_shares_move_into_the_group_header():
+    recs = by_id(
+        record("a.py::t[n1]", None, 1.0, group="a.py::t", timer="interpreter"),
+        record("a.py::t[n2]", None, 1.0, group="a.py::t", timer="interpreter", noisy=True),
+    )
+    lines = render_summary(recs, width=100).splitlines()
+    assert lines[0] == "a.py::t — interpreter, not gated"
+    assert [("noisy" in line) for line in lines[3:]] == [False, True]
+
+
+def test_columns_sort_and_group_by():
+    recs = by_id(
+        record("a.py::t[n1-bf16]", None, 3.0, params={"n": 1, "precision": "bf16"}),
+        record("a.py::t[n1-fp16]", None, 1.0, params={"n": 1, "precision": "fp16"}),
+        record("a.py::t[n2-bf16]", None, 2.0, params={"n": 2, "precision": "bf16"}),
+    )
+    text = render_summary(recs, width=100, columns=("median", "rounds"), sort="median")
+    assert text.splitlines()[1].split() == ["benchmark", "median", "rounds"]
+    assert text.index("n1-fp16") < text.index("n2-bf16") < text.index("n1-bf16")
+    grouped = render_summary(recs, width=100, group_by=("param:precision",))
+    assert "precision=bf16  (a.py::t)" in grouped and "precision=fp16  (a.py::t[n1-fp16])" in grouped
+
+
+def test_comparison_keeps_every_reason_visible_and_ids_whole():
+    nodeid = "tests/bench/test_bench_matmul.py::test_matmul_fp8_llm_projection[M16384-N28672-K4096-fp8_e4m3]"
+    verdicts = {
+        nodeid: Verdict(
+            id=nodeid,
+            status="REGRESSED",
+            severity="moderate",
+            baseline_ms=1.0,
+            candidate_ms=1.15,
+            ratio=1.15,
+            ci=(1.12, 1.18),
+            p_value=1e-6,
+            history=5,
+            reasons=("spills went from 0 to 128 bytes on sm_90 (kernel _matmul_fp8_kernel, num_warps=8)",),
+            notes=("kernel config changed: BLOCK_M 128 -> 64",),
+        ),
+        nodeid + "::torch": Verdict(id=nodeid + "::torch", status="UNCHANGED", ratio=1.0, ci=(0.99, 1.01)),
     }
-    text = render_summary(recs, width=140)
-    assert text.index("A") < text.index("B")
-    assert "TFLOP/s" in text and "3" in text and "interpreter, not gated" in text and "±95%" in text
-
-
-def test_quiet_is_one_line_per_benchmark_with_its_notes():
-    recs = {r.id: r for r in (record("a.py::t", None, 1.0), record("a.py::t", "x", 2.0, noisy=True))}
-    lines = render_summary(recs, quiet=True).splitlines()
-    assert lines == ["a.py::t  1.00 ms ±1.0%", "a.py::t::x  2.00 ms ±1.0%  (noisy)"]
-
-
-def test_a_noisy_record_says_so_in_the_table():
-    recs = {r.id: r for r in (record("a.py::t", None, 1.0, noisy=True), record("a.py::u", None, 1.0))}
-    lines = render_summary(recs, width=140).splitlines()
-    assert [("noisy" in line) for line in lines if "a.py" not in line and "1.00 ms" in line] == [True, False]
+    records = by_id(record(nodeid, None, 1.15, group=nodeid.split("[")[0]), record(nodeid, "torch", 1.0))
+    for width in (60, 80, 120, 200):
+        lines = comparison_lines(verdicts, version_diffs=[], canary_ratio=None, records=records, width=width)
+        text = as_text(lines)
+        assert max(len(line) for line in text.splitlines()) <= width
+        flat = " ".join(text.split())
+        assert "spills went from 0 to 128 bytes on sm_90 (kernel _matmul_fp8_kernel, num_warps=8)" in flat
+        assert "kernel config changed: BLOCK_M 128 -> 64" in flat
+        assert "_matmul_fp8_kernel," in text  # a word of a reason is never cut either
+        assert "+15.0% [+12.0%, +18.0%]" in text and "REGRESSED (moderate)" in text
+        regressed = [line for line in lines if line.style == "red"]
+        assert regressed[0].text.startswith("(first call)  REGRESSED")
+        assert appears_whole_or_shortened(nodeid, lines[0].text)  # the group's header: the test
+        assert text.index("REGRESSED") < text.index("UNCHANGED")

@@ -1,0 +1,309 @@
+"""``tesserabench compare`` and ``tesserabench report``: reports built from saved files.
+
+Both take runs as files (``--bench-json`` results, baseline files) or baseline NAMEs (the file
+of that baseline for the machine the runs came from). Exit status as for every ``tesserabench``
+command: 0 fine, 1 a benchmark regressed (``compare`` only), 2 usage or file error.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_tesserabench.options import NAME_RE
+from pytest_tesserabench.report import rows as R
+from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
+from pytest_tesserabench.results import BenchRecord, RunDocument
+
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
+
+
+class CommandError(Exception):
+    """A bad argument or file; the message names it and the fix (exit status 2)."""
+
+
+@dataclass
+class Source:
+    """One argument: its runs (oldest first) and how to name it."""
+
+    label: str
+    runs: list[RunDocument]
+
+
+def _machine_key(run: RunDocument) -> str | None:
+    from pytest_tesserabench import machine
+
+    try:
+        return machine.machine_key(run.machine)
+    except ValueError:
+        return None
+
+
+def _names_a_file(text: str) -> bool:
+    path = Path(text)
+    return path.exists() or path.is_symlink() or path.suffix == ".json" or not NAME_RE.match(text)
+
+
+def load_source(text: str, bench_dir: Path, machine_key: str | None) -> Source:
+    """A file, or the file of baseline NAME under ``bench_dir`` for ``machine_key`` (the only
+    file of that baseline, when there is one)."""
+    from pytest_tesserabench.baseline import BaselineError, load_runs, machine_files
+
+    try:
+        if _names_a_file(text):
+            return Source(Path(text).name, load_runs(Path(text)))
+        candidates = machine_files(bench_dir, text)
+        if not candidates:
+            raise CommandError(
+                f"{text!r} is neither a file nor a baseline under {bench_dir} (give a --bench-json result, "
+                f"a baseline file, or a NAME recorded with `pytest --bench-save=NAME`; --dir sets the baselines root)"
+            )
+        chosen = [p for p in candidates if p.stem == machine_key] or (candidates if len(candidates) == 1 else [])
+        if not chosen:
+            keys = ", ".join(p.stem for p in candidates)
+            raise CommandError(
+                f"baseline {text!r} has files for several machines ({keys}) and none for "
+                f"{machine_key or 'the machine of a file given'}; give the file itself, e.g. {candidates[0]}"
+            )
+        return Source(f"baseline {text} ({chosen[0].stem})", load_runs(chosen[0]))
+    except BaselineError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def load_sources(texts: Sequence[str], bench_dir: Path) -> list[Source]:
+    """Every argument, in order; a NAME takes the file for the machine of the first file given."""
+    loaded: dict[int, Source] = {}
+    key = None
+    for index, text in enumerate(texts):
+        if _names_a_file(text):
+            loaded[index] = load_source(text, bench_dir, None)
+            if loaded[index].runs:
+                key = _machine_key(loaded[index].runs[-1])
+                break
+    sources = [loaded.get(i) or load_source(t, bench_dir, key) for i, t in enumerate(texts)]
+    for source, text in zip(sources, texts):
+        if not source.runs:
+            raise CommandError(f"{text}: holds no run")
+    return sources
+
+
+def _gate_config(args: argparse.Namespace):
+    from pytest_tesserabench.gate import GateConfig
+
+    return GateConfig(alpha=args.alpha, threshold=args.threshold, normalize_by_canary=args.normalize_by_canary)
+
+
+def add_gate_arguments(parser: argparse.ArgumentParser, percent, alpha) -> None:
+    parser.add_argument(
+        "--threshold",
+        type=percent,
+        default=0.05,
+        metavar="PCT",
+        help="smallest slowdown worth failing for, in percent (default 5)",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=alpha,
+        default=0.01,
+        help="suite-wide false-alarm rate, split over the benchmarks (default 0.01)",
+    )
+    parser.add_argument(
+        "--normalize-by-canary",
+        action="store_true",
+        help="divide out the machine-wide speed change measured by the canary",
+    )
+    parser.add_argument(
+        "--dir", type=Path, default=Path("baselines"), help="baselines root for NAMEs (default ./baselines)"
+    )
+
+
+# -- compare ------------------------------------------------------------------------------------------
+def across_runs_lines(runs: Sequence[RunDocument], labels: Sequence[str], width: int) -> list[Line]:
+    """A table per benchmark: its median in each run (oldest first) and the change from the first
+    run that measured it."""
+    columns = [
+        Column("started", "started", align="left", drop=2),
+        Column("median", "median"),
+        Column("ci", "CI95"),
+        Column("change", "vs first"),
+        Column("throughput", "throughput", drop=3),
+        Column("bandwidth", "bandwidth", drop=3),
+    ]
+    out: list[Line] = []
+    for reference in _measured(runs):
+        measured: list[tuple[str, str, BenchRecord]] = []
+        for index, (run, label) in enumerate(zip(runs, labels), 1):
+            record = run.benchmarks.get(reference.id)
+            if record is not None and record.stats is not None:
+                sha = str(run.commit.get("sha") or "")[:7] or "-"
+                measured.append((f"{index} {sha} {label}", run.started or "-", record))
+        first = measured[0][2].median_ms
+        rows = []
+        for name, started, record in measured:
+            cells = {
+                "started": started,
+                "median": R.FIELDS["median"].cell(record, {}),
+                "ci": R.FIELDS["ci"].cell(record, {}),
+                "change": f"{(record.median_ms / first - 1) * 100:+.1f}%",
+            }
+            if any(r.tflops for _, _, r in measured):
+                cells["throughput"] = R.FIELDS["throughput"].cell(record, {})
+            if any(r.gbps for _, _, r in measured):
+                cells["bandwidth"] = R.FIELDS["bandwidth"].cell(record, {})
+            rows.append(Row(name, cells))
+        shown = [c for c in columns if any(c.key in row.cells for row in rows)]
+        if out:
+            out.append(Line(""))
+        out.append(Line(shorten_middle(reference.id, width), "bold"))
+        table = render_table("run", shown, rows, width, details_header=None)
+        out.extend(table.lines + hidden_note(table, width))
+    return out
+
+
+def _measured(runs: Sequence[RunDocument]) -> list[BenchRecord]:
+    """One record per benchmark measured in any of the runs, in id order."""
+    return R.sort_records({i: r for run in runs for i, r in run.benchmarks.items() if r.stats is not None}.values())
+
+
+def _pct(ratio: float | None) -> float | None:
+    return None if ratio is None else (ratio - 1.0) * 100.0
+
+
+CSV_COLUMNS = (
+    "id", "run", "source", "commit", "started", "median_ms", "ci95_low_ms", "ci95_high_ms", "tflop_per_s", "gb_per_s",
+    "change_vs_first_pct", "verdict", "change_pct", "change_ci95_low_pct", "change_ci95_high_pct", "p_value",
+)  # fmt: skip
+
+
+def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts) -> str:
+    """One row per benchmark and run; the verdict columns on the newest run's rows."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for reference in _measured(runs):
+        first = None
+        for index, (run, label) in enumerate(zip(runs, labels), 1):
+            record = run.benchmarks.get(reference.id)
+            if record is None or record.stats is None:
+                continue
+            first = first or record.median_ms
+            row = {
+                "id": reference.id,
+                "run": index,
+                "source": label,
+                "commit": run.commit.get("sha"),
+                "started": run.started,
+                "median_ms": record.median_ms,
+                "ci95_low_ms": record.stats.ci95_ms[0],
+                "ci95_high_ms": record.stats.ci95_ms[1],
+                "tflop_per_s": record.tflops,
+                "gb_per_s": record.gbps,
+                "change_vs_first_pct": _pct(record.median_ms / first),
+            }
+            verdict = verdicts.get(reference.id) if index == len(runs) else None
+            if verdict is not None:
+                low, high = verdict.ci or (None, None)
+                row |= {
+                    "verdict": verdict.status,
+                    "change_pct": _pct(verdict.ratio),
+                    "change_ci95_low_pct": _pct(low),
+                    "change_ci95_high_pct": _pct(high),
+                    "p_value": verdict.p_value,
+                }
+            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return out.getvalue()
+
+
+def compare_command(args: argparse.Namespace, out, err) -> int:
+    from pytest_tesserabench import files
+    from pytest_tesserabench.gate import canary_ratio, compare_runs
+    from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
+    from pytest_tesserabench.report.data import ReportData
+    from pytest_tesserabench.report.markdown_report import markdown_summary
+
+    if len(args.runs) < 2:
+        raise CommandError("compare needs at least two runs (files or baseline NAMEs), oldest first")
+    for path, flag in ((args.csv, "--csv"), (args.md, "--md")):
+        problem = files.check_writable_file(path) if path is not None else None
+        if problem:
+            raise CommandError(f"{flag}={path}: {problem}")
+    sources = load_sources(args.runs, args.dir)
+    old_runs = [run for source in sources[:-1] for run in source.runs]
+    new_runs = sources[-1].runs
+    verdicts = compare_runs(new_runs, old_runs, _gate_config(args))
+    old_machine, new_machine = old_runs[-1].machine, new_runs[-1].machine
+    for key in ("device", "arch", "cpu"):
+        if old_machine.get(key) != new_machine.get(key) and (old_machine.get(key) or new_machine.get(key)):
+            print(
+                f"warning: the files come from different machines ({key}: {old_machine.get(key)!r} vs "
+                f"{new_machine.get(key)!r}); timing differences may be the machine's",
+                file=err,
+            )
+            break
+    runs = [run for source in sources for run in source.runs]
+    labels = [source.label for source in sources for _ in source.runs]
+    lines: list[Line] = []
+    if len(sources) > 2:
+        lines += across_runs_lines(runs, labels, args.width) + [Line("")]
+    records = {i: r for run in runs for i, r in run.benchmarks.items()}
+    lines += comparison_lines(
+        verdicts,
+        version_diffs=software_differences(new_machine, old_machine),
+        canary_ratio=canary_ratio(new_runs, old_runs),
+        records=records,
+        width=args.width,
+    )
+    out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
+    regressed = [v for v in verdicts.values() if v.failed]
+    for verdict in regressed:
+        print(f"{verdict.id}: {verdict.line()}", file=out)
+    described = ", ".join(source.label for source in sources[:-1])
+    if args.md is not None:
+        data = ReportData(run=new_runs[-1], verdicts=verdicts, history=old_runs, baseline=described)
+        files.write_atomic(args.md, markdown_summary(data))
+        print(f"wrote the markdown summary to {args.md}", file=err)
+    if args.csv is not None:
+        files.write_atomic(args.csv, across_runs_csv(runs, labels, verdicts))
+        print(f"wrote {len(runs)} run(s) as CSV rows to {args.csv}", file=err)
+    return EXIT_REGRESSED if regressed else EXIT_OK
+
+
+# -- report ---------------------------------------------------------------------------------------------
+def report_command(args: argparse.Namespace, out, err) -> int:
+    from pytest_tesserabench import files
+    from pytest_tesserabench.gate import compare_runs
+    from pytest_tesserabench.report.data import ReportData
+    from pytest_tesserabench.report.plots import PlotError, missing_dependency
+
+    missing = missing_dependency()
+    if missing:
+        raise CommandError(missing)
+    problem = files.check_writable_file(args.output)
+    if problem:
+        raise CommandError(f"-o {args.output}: {problem}")
+    sources = load_sources([args.run, *args.baseline], args.dir)
+    *earlier, run = sources[0].runs  # a baseline given first: its newest run, its history before it
+    history = earlier + [r for source in sources[1:] for r in source.runs]
+    if not any(r.stats is not None for r in run.benchmarks.values()):
+        raise CommandError(f"{args.run}: holds no measured benchmark; nothing to plot")
+    if history:
+        verdicts = compare_runs([run], history, _gate_config(args))
+        described = ", ".join(s.label for s in sources[1:]) or f"the earlier runs of {sources[0].label}"
+    else:  # a run made with --bench-compare keeps its verdicts
+        verdicts = {i: r.verdict for i, r in run.benchmarks.items() if r.verdict is not None}
+        described = None
+    data = ReportData(run=run, verdicts=verdicts, history=history, baseline=described)
+    from pytest_tesserabench.report.html_report import html_report
+
+    try:
+        page = html_report(data, title=args.title)
+    except PlotError as exc:
+        raise CommandError(str(exc)) from None
+    files.write_atomic(args.output, page)
+    print(f"wrote the HTML report of {len(data.records)} benchmark(s) to {args.output}", file=out)
+    return EXIT_OK
