@@ -9,6 +9,7 @@ triton): ``pytest`` without ``--bench`` must cost next to nothing.
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from pytest_tesserabench import markers, options
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
 INTERPRET_KEY = pytest.StashKey["Switch"]()
+WORKER_GPU_KEY = pytest.StashKey["str | None"]()
 REPORT_ATTR = "tesserabench"  # extra TestReport attribute; pytest-xdist carries it to the controller
 
 
@@ -45,6 +47,12 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if mode not in options.INTERPRET_MODES:
         mode = "auto"  # a bad value becomes a usage error in pytest_configure
     early_config.stash[INTERPRET_KEY] = interpret.apply(mode)
+    # Also before any conftest: CUDA reads CUDA_VISIBLE_DEVICES once, when it starts.
+    from pytest_tesserabench import worker_gpus
+
+    gpus = getattr(early_config.known_args_namespace, "bench_gpu_per_worker", None)
+    gpus = gpus or _ini(early_config, "bench_gpu_per_worker") or "auto"
+    early_config.stash[WORKER_GPU_KEY] = worker_gpus.pin_worker(os.environ, gpus)
 
 
 def _ini(config: pytest.Config, name: str) -> str:
@@ -69,8 +77,20 @@ def pytest_configure(config: pytest.Config) -> None:
     cache_dir = None
     if getattr(config, "cache", None) is not None:  # absent under -p no:cacheprovider
         cache_dir = Path(config.cache.mkdir("tesserabench"))
-    state = BenchSession(settings, rootdir=Path(config.rootpath), cache_dir=cache_dir, is_worker=_is_worker(config))
+    state = BenchSession(
+        settings,
+        rootdir=Path(config.rootpath),
+        cache_dir=cache_dir,
+        is_worker=_is_worker(config),
+        gpu=config.stash.get(WORKER_GPU_KEY, None),
+    )
     config.stash[SESSION_KEY] = state
+    from pytest_tesserabench.distributed import launch
+
+    if launch.LAUNCH_VARIABLES[0] in os.environ:  # a torchrun rank: only then import the distributed hooks
+        from pytest_tesserabench.distributed import hooks as distributed_hooks
+
+        distributed_hooks.attach(config, state)
     hooks = SessionHooks(state, config)
     config.pluginmanager.register(hooks, SessionHooks.NAME)
     for warning in hooks.check_before_measuring():
@@ -99,6 +119,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if sizes is not None:
             names, points, ids = markers.size_parameters(sizes.args, sizes.kwargs, where, metafunc.fixturenames)
             metafunc.parametrize(names, points, ids=ids)
+        mesh = metafunc.definition.get_closest_marker("bench_mesh")
+        if mesh is not None:
+            from pytest_tesserabench.distributed.mesh import MeshError, mesh_parameters
+
+            if "mesh" not in metafunc.fixturenames:
+                raise markers.MarkerError(f"@pytest.mark.bench_mesh on {where}: the test has no `mesh` argument")
+            try:
+                world_size = int(os.environ.get("WORLD_SIZE") or 1)
+                values, ids = mesh_parameters(mesh.args, mesh.kwargs, where, world_size)
+            except MeshError as exc:
+                raise markers.MarkerError(str(exc)) from None
+            metafunc.parametrize("mesh", values, ids=ids, indirect=True)
         precision = metafunc.definition.get_closest_marker("bench_precision")
         if precision is not None:
             policies = markers.precision_parameters(precision.args, where, metafunc.fixturenames)
@@ -154,6 +186,34 @@ def bench(request: pytest.FixtureRequest):
     )
     item.stash[BENCH_KEY] = fixture
     return fixture
+
+
+@pytest.fixture(scope="session")
+def dist(request: pytest.FixtureRequest):
+    """The torch.distributed process group: ``rank``, ``world_size``, ``backend``, ``device``,
+    ``group``, ``mesh(shape)``, ``require(world_size=N)``.
+
+    Under torchrun, the run's group (gloo without GPUs, NCCL with them); in a plain pytest run, a
+    one-rank group of the same backend, destroyed at the end of the session.
+    """
+    from pytest_tesserabench.distributed import hooks as distributed_hooks
+
+    yield from distributed_hooks.session_world(request.config, request.config.stash[SESSION_KEY])
+
+
+@pytest.fixture
+def mesh(request: pytest.FixtureRequest, dist):
+    """The DeviceMesh a ``@pytest.mark.bench_mesh`` test runs on (one per shape and session)."""
+    from pytest_tesserabench.distributed.mesh import MeshError
+
+    shape = getattr(request, "param", None)
+    if shape is None:
+        pytest.fail("the mesh fixture needs @pytest.mark.bench_mesh('dp', 'tp') or bench_mesh(dp=2, tp=-1)")
+    try:
+        return dist.mesh(shape)
+    except MeshError as exc:
+        hint = f"; run it with: {dist.torchrun_command(exc.needed)}" if exc.needed else ""
+        pytest.skip(f"{exc}{hint}")
 
 
 # -- the session's hooks ------------------------------------------------------------------------

@@ -59,7 +59,8 @@ def _number(
             return None
         raise _fail(where, f"is {number}; expected a finite number")
     if (low is not None and number < low) or (high is not None and number > high):
-        raise _fail(where, f"is {number:g}; expected a number in [{low:g}, {high:g}]")
+        bounds = f"[{-math.inf if low is None else low:g}, {math.inf if high is None else high:g}]"
+        raise _fail(where, f"is {number:g}; expected a number in {bounds}")
     return number
 
 
@@ -400,6 +401,7 @@ class BenchRecord:
     telemetry: dict | None = None
     trace: str | None = None
     ncu: dict | None = None
+    distributed: dict | None = None  # ranks that measured it; a collective's algbw/busbw (fixture.py)
     extra_info: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
     outcome: str | None = None
@@ -447,7 +449,7 @@ class BenchRecord:
             "outcome": self.outcome,
             "verdict": self.verdict.to_json() if self.verdict else None,
         }
-        for key in ("trace", "ncu"):
+        for key in ("trace", "ncu", "distributed"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if samples:
@@ -503,11 +505,23 @@ class BenchRecord:
             telemetry=_json_object(data.get("telemetry"), f"{where}.telemetry", nullable=True),
             trace=_text(data.get("trace"), f"{where}.trace", nullable=True),
             ncu=_json_object(data.get("ncu"), f"{where}.ncu", nullable=True),
+            distributed=_distributed(data.get("distributed"), f"{where}.distributed"),
             extra_info=_json_object(data.get("extra_info", {}), f"{where}.extra_info"),
             verdict=Verdict.from_json(record_id, verdict, f"{where}.verdict") if verdict is not None else None,
             outcome=_text(data.get("outcome"), f"{where}.outcome", nullable=True),
             other=_extra_keys(data, known, where),
         )
+
+
+def _distributed(data: Any, where: str) -> dict | None:
+    data = _json_object(data, where, nullable=True)
+    if data is None:
+        return None
+    _count(data.get("world_size", 1), f"{where}.world_size")
+    _text(data.get("backend"), f"{where}.backend", nullable=True)
+    for key in ("comm_bytes", "bus_factor", "algbw_gbps", "busbw_gbps"):
+        _number(data.get(key), f"{where}.{key}", low=0.0)
+    return data
 
 
 def _roofline(data: Any, where: str) -> dict | None:

@@ -19,11 +19,15 @@ from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
 
 
 class BenchSession:
-    def __init__(self, settings: Settings, *, rootdir: Path, cache_dir: Path | None, is_worker: bool):
+    def __init__(
+        self, settings: Settings, *, rootdir: Path, cache_dir: Path | None, is_worker: bool, gpu: str | None = None
+    ):
         self.settings = settings
-        self.is_worker = is_worker
+        self.is_worker = is_worker  # an xdist worker or a torchrun rank other than 0: reports nothing
         self.context = RunContext(rootdir)
-        self.instruments = Instruments(settings, cache_dir=cache_dir, machine_info=lambda: self.context.machine_info)
+        self.instruments = Instruments(
+            settings, cache_dir=cache_dir, machine_info=lambda: self.context.machine_info, gpu=gpu
+        )
         self.comparison: BaselineComparison | None = None
         self.records: dict[str, BenchRecord] = {}  # id -> record, in completion order
         self.ran: set[str] = set()  # node ids of tests that reported (controller), for MISSING

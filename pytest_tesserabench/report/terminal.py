@@ -25,6 +25,11 @@ def row_label(record: BenchRecord) -> str:
     return " · ".join(parts) if parts else nodeid.rsplit("::", 1)[-1]
 
 
+def _comm(record: BenchRecord, key: str) -> float | None:
+    """A collective's bandwidth (algbw_gbps, busbw_gbps) from the record's distributed block."""
+    return (record.distributed or {}).get(key)
+
+
 def notes(record: BenchRecord) -> str:
     out = []
     if record.timer == "interpreter":
@@ -71,6 +76,8 @@ def render_summary(
         for record in ordered:
             extra = f"  {record.tflops:.4g} TFLOP/s" if record.tflops else ""
             extra += f"  {record.gbps:.4g} GB/s" if record.gbps else ""
+            if _comm(record, "algbw_gbps") is not None:
+                extra += f"  algbw {_comm(record, 'algbw_gbps'):.4g} GB/s  busbw {_comm(record, 'busbw_gbps'):.4g} GB/s"
             note = notes(record)
             extra += f"  ({note})" if note else ""
             lines.append(f"{record.id}  {format_ms(record.stats.median_ms)} ±{record.stats.ci_halfwidth:.1%}{extra}")
@@ -93,12 +100,14 @@ def render_summary(
             pad_edge=False,
             collapse_padding=True,
         )
+        show_comm = any(_comm(r, "algbw_gbps") is not None for r in members)  # collectives' groups only
         wide = width >= 110  # min and IQR give way on narrow terminals; the median and its CI never do
         columns = [("benchmark", "left"), ("median", "right"), ("±95%", "right")]
         columns += [("min", "right"), ("IQR", "right")] if wide else []
         columns += [("rounds", "right")]
         columns += [("TFLOP/s", "right")] if show_tflops else []
         columns += [("GB/s", "right")] if show_gbps else []
+        columns += [("algbw GB/s", "right"), ("busbw GB/s", "right")] if show_comm else []
         columns += [("speed", "right"), ("notes", "left")]
         for header, justify in columns:
             wraps = header in ("benchmark", "notes")
@@ -116,6 +125,7 @@ def render_summary(
             cells += [str(s.rounds)]
             cells += [_rate(record.tflops)] if show_tflops else []
             cells += [_rate(record.gbps)] if show_gbps else []
+            cells += [_rate(_comm(record, "algbw_gbps")), _rate(_comm(record, "busbw_gbps"))] if show_comm else []
             speed = speeds[record.id]
             cells += ["-" if speed is None else f"{speed:.2f}x", notes(record)]
             table.add_row(*cells)
