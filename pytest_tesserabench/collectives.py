@@ -17,8 +17,9 @@ send_recv          what each rank sends (to rank + 1)        1
 =================  ========================================  =============
 
 Use: ``op = prepare("all_reduce", 1 << 20, torch.bfloat16, group)``, ``op.check()`` (the result
-is right), then ``bench(op, comm_bytes=op.nbytes, bus_factor=op.bus_factor)``. Importing this
-module imports no torch; ``prepare`` does.
+is right), then ``bench(op, op.buffers, comm_bytes=op.nbytes, bus_factor=op.bus_factor)``: the
+buffers passed along let the timer see where the data lives (CUDA events for NCCL on GPUs).
+Importing this module imports no torch; ``prepare`` does.
 """
 
 from __future__ import annotations
@@ -75,7 +76,10 @@ def format_size(nbytes: int) -> str:
 
 @dataclass
 class Collective:
-    """One collective on prepared buffers: calling it runs it once (and waits for it)."""
+    """One collective on prepared buffers: calling it runs it once (arguments are ignored: the
+    buffers are passed to ``bench`` only to show the timer which device the data is on).
+
+    Like any CUDA work it is only enqueued on a GPU; the timer synchronises."""
 
     op: str
     nbytes: int
@@ -89,7 +93,7 @@ class Collective:
     def bus_factor(self) -> float:
         return bus_factor(self.op, self.world_size)
 
-    def __call__(self):
+    def __call__(self, *_buffers):
         return self.run()
 
     def check(self) -> None:
@@ -125,7 +129,6 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
         raise Unsupported("send_recv needs at least 2 ranks (each sends to the next)")
     device = device if device is not None else ("cuda" if dist.get_backend(group) == "nccl" else "cpu")
     chunk = count // n
-    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
 
     def full(size: int, value: float):
         return torch.full((size,), value, dtype=dtype, device=device)
@@ -153,7 +156,6 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
 
         def run():
             dist.all_reduce(buf, group=group)
-            sync()
 
         def checker():
             buf.fill_(rank + 1)
@@ -167,7 +169,6 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
 
         def run():
             gather(out, src, group=group)
-            sync()
 
         def checker():
             src.fill_(rank % 256)
@@ -181,7 +182,6 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
 
         def run():
             scatter(out, src, group=group)
-            sync()
 
         def checker():
             src.fill_(rank + 1)
@@ -194,7 +194,6 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
 
         def run():
             dist.all_to_all_single(out, src, group=group)
-            sync()
 
         def checker():
             # chunk j of rank r holds r * n + j; after the exchange chunk j of rank r holds j * n + r
@@ -209,7 +208,6 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
 
         def run():
             dist.broadcast(buf, src=root, group=group)
-            sync()
 
         def checker():
             buf.fill_(7.0 if rank == 0 else -1.0)
@@ -228,7 +226,6 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
             ops = [dist.P2POp(dist.isend, src, peer(1), group), dist.P2POp(dist.irecv, out, peer(-1), group)]
             for request in dist.batch_isend_irecv(ops):
                 request.wait()
-            sync()
 
         def checker():
             src.fill_(rank % 256)

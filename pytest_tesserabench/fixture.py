@@ -249,7 +249,7 @@ def _communication(comm_bytes, bus_factor) -> tuple[float, float] | None:
 def _distributed_block(ranks, comm: tuple[float, float] | None, median_ms: float | None) -> dict | None:
     """The record's ``distributed`` block: the ranks that measured it and, for a collective, its
     algorithm and bus bandwidth as nccl-tests defines them (algbw = S / t, busbw = algbw x factor)."""
-    if ranks.size == 1 and ranks.backend is None and comm is None:
+    if ranks.size == 1 and comm is None:  # one process, no communication: nothing to say
         return None
     block = {"world_size": ranks.size, "backend": ranks.backend, "time": "slowest rank"}
     if comm is not None:

@@ -96,6 +96,7 @@ class World:
         self._store = None
         self._control = None
         self._meshes: dict = {}
+        self._gone: list[int] = []  # ranks that missed an exchange: never waited for again
 
     def __repr__(self) -> str:
         return f"World(rank={self.rank}, world_size={self.world_size}, backend={self.backend!r})"
@@ -203,6 +204,7 @@ class World:
             self._store.wait(keys, datetime.timedelta(seconds=self.exchange_timeout_s))
         except Exception:  # DistStoreError (a timeout) on recent torch, RuntimeError on older
             missing = [rank for rank, key in enumerate(keys) if not self._store.check([key])]
+            self._gone = missing
             raise ExchangeTimeout(topic, missing, self.exchange_timeout_s) from None
         return [json.loads(self._store.get(key)) for key in keys]
 
@@ -210,7 +212,7 @@ class World:
         """Leave together (so no rank tears down what a peer still uses), then destroy the group."""
         import torch.distributed as dist
 
-        if self._store is not None and self.world_size > 1:
+        if self._store is not None and self.world_size > 1 and not self._gone:
             try:
                 self.exchange("closing", self.rank)
             except WorldError:

@@ -23,7 +23,7 @@ def _measure(bench, dist, op, size, dtype, *, group=None, name=None):
     except collectives.Unsupported as exc:
         pytest.skip(str(exc))
     collective.check()  # the operation's result, on data that differs per rank
-    bench(collective, name=name, comm_bytes=collective.nbytes, bus_factor=collective.bus_factor)
+    bench(collective, collective.buffers, name=name, comm_bytes=collective.nbytes, bus_factor=collective.bus_factor)
 
 
 @pytest.mark.bench_sizes(size=cfg.COLLECTIVE_SIZES)

@@ -18,7 +18,7 @@ def test_one_rank_group_records_and_skips_with_the_command(pytester, fast, tmp_p
             assert (dist.rank, dist.world_size, dist.backend, dist.device.type) == (0, 1, "gloo", "cpu")
             op = collectives.prepare("all_reduce", 4096, torch.float32)
             op.check()
-            bench(op, comm_bytes=op.nbytes, bus_factor=op.bus_factor)
+            bench(op, op.buffers, comm_bytes=op.nbytes, bus_factor=op.bus_factor)
 
         def test_send_recv(dist):
             dist.require(world_size=2)
