@@ -20,7 +20,8 @@ from pytest_tesserabench import markers, options
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
 INTERPRET_KEY = pytest.StashKey["Switch"]()
-WORKER_GPU_KEY = pytest.StashKey["str | None"]()
+WORKER_GPUS_KEY = pytest.StashKey["dict[str, str]"]()  # xdist worker id -> the GPU it was given
+WORKERINPUT_GPU = "tesserabench_gpu"  # a worker's own GPU, in its workerinput
 REPORT_ATTR = "tesserabench"  # extra TestReport attribute; pytest-xdist carries it to the controller
 
 
@@ -47,12 +48,6 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     if mode not in options.INTERPRET_MODES:
         mode = "auto"  # a bad value becomes a usage error in pytest_configure
     early_config.stash[INTERPRET_KEY] = interpret.apply(mode)
-    # Also before any conftest: CUDA reads CUDA_VISIBLE_DEVICES once, when it starts.
-    from pytest_tesserabench import worker_gpus
-
-    gpus = getattr(early_config.known_args_namespace, "bench_gpu_per_worker", None)
-    gpus = gpus or _ini(early_config, "bench_gpu_per_worker") or "auto"
-    early_config.stash[WORKER_GPU_KEY] = worker_gpus.pin_worker(os.environ, gpus)
 
 
 def _ini(config: pytest.Config, name: str) -> str:
@@ -82,7 +77,7 @@ def pytest_configure(config: pytest.Config) -> None:
         rootdir=Path(config.rootpath),
         cache_dir=cache_dir,
         is_worker=_is_worker(config),
-        gpu=config.stash.get(WORKER_GPU_KEY, None),
+        gpu=getattr(config, "workerinput", {}).get(WORKERINPUT_GPU),  # an xdist worker given its own GPU
     )
     config.stash[SESSION_KEY] = state
     from pytest_tesserabench.distributed import launch
@@ -109,6 +104,25 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
+
+
+# -- pytest-xdist: one GPU per worker (hooks xdist calls on the controller; absent without it) ---
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
+    from pytest_tesserabench import worker_gpus
+
+    state = config.stash.get(SESSION_KEY, None)
+    mode = state.settings.gpu_per_worker if state is not None else "auto"
+    config.stash[WORKER_GPUS_KEY] = worker_gpus.assign(specs, os.environ, mode)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    gpu = node.config.stash.get(WORKER_GPUS_KEY, {}).get(node.gateway.id)
+    if gpu is not None:
+        node.workerinput[WORKERINPUT_GPU] = gpu
 
 
 # -- markers -> parameters ----------------------------------------------------------------------

@@ -6,7 +6,7 @@ driver's /proc folder (faked here), never by starting CUDA.
 
 import json
 
-import pytest
+import execnet
 
 from pytest_tesserabench import worker_gpus
 
@@ -24,23 +24,26 @@ def test_gpus_from_the_driver(tmp_path):
     assert worker_gpus.visible_gpus({}, proc_dir=tmp_path / "absent") == []
 
 
-@pytest.mark.parametrize(
-    "env, expected",
-    [
-        ({"PYTEST_XDIST_WORKER": "gw0", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}, "4"),
-        ({"PYTEST_XDIST_WORKER": "gw3", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}, "7"),
-        ({"PYTEST_XDIST_WORKER": "gw5", "CUDA_VISIBLE_DEVICES": "4,5,6,7"}, "5"),  # workers share round-robin
-        ({"PYTEST_XDIST_WORKER": "gw1", "CUDA_VISIBLE_DEVICES": "0"}, None),  # one GPU: as before
-        ({"CUDA_VISIBLE_DEVICES": "0,1"}, None),  # not an xdist worker
-        ({"PYTEST_XDIST_WORKER": "gw1", "CUDA_VISIBLE_DEVICES": "0,1", "off": True}, None),
-    ],
-)
-def test_each_worker_gets_its_own_gpu(env, expected):
-    env = dict(env)
-    mode = "off" if env.pop("off", False) else "auto"
-    before = env.get("CUDA_VISIBLE_DEVICES")
-    assert worker_gpus.pin_worker(env, mode, proc_dir=worker_gpus.PROC_GPUS) == expected
-    assert env.get("CUDA_VISIBLE_DEVICES") == (expected if expected is not None else before)
+def _specs(*texts):
+    specs = [execnet.XSpec(text) for text in texts]
+    for i, spec in enumerate(specs):
+        spec.id = f"gw{i}"
+    return specs
+
+
+def test_each_local_worker_gets_its_own_gpu_round_robin():
+    specs = _specs("popen", "popen", "popen", "popen", "popen")
+    given = worker_gpus.assign(specs, {"CUDA_VISIBLE_DEVICES": "4,5,6,7"})
+    assert given == {"gw0": "4", "gw1": "5", "gw2": "6", "gw3": "7", "gw4": "4"}
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["4", "5", "6", "7", "4"]
+
+
+def test_one_gpu_off_remote_workers_and_users_own_choice_are_left_alone():
+    assert worker_gpus.assign(_specs("popen", "popen"), {"CUDA_VISIBLE_DEVICES": "0"}) == {}
+    assert worker_gpus.assign(_specs("popen", "popen"), {"CUDA_VISIBLE_DEVICES": "0,1"}, mode="off") == {}
+    specs = _specs("ssh=gpu-box//python=python3", "popen//env:CUDA_VISIBLE_DEVICES=1", "popen")
+    assert worker_gpus.assign(specs, {"CUDA_VISIBLE_DEVICES": "0,1"}) == {"gw2": "0"}
+    assert specs[1].env["CUDA_VISIBLE_DEVICES"] == "1" and "CUDA_VISIBLE_DEVICES" not in specs[0].env
 
 
 def test_lock_per_gpu_and_per_machine():
@@ -50,8 +53,8 @@ def test_lock_per_gpu_and_per_machine():
 
 
 def test_xdist_workers_each_see_one_gpu_and_lock_only_it(pytester, fast, tmp_path, monkeypatch):
-    """End to end under pytest -n 2 with two (pretend) GPUs: CUDA_VISIBLE_DEVICES is set in each
-    worker before any test module runs, and each worker measures under its own GPU's lock."""
+    """End to end under pytest -n 2 with two (pretend) GPUs: each worker starts with its own
+    CUDA_VISIBLE_DEVICES (seen by its conftest at import) and measures under its own GPU's lock."""
     locks = tmp_path / "locks"
     locks.mkdir()
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
@@ -61,8 +64,8 @@ def test_xdist_workers_each_see_one_gpu_and_lock_only_it(pytester, fast, tmp_pat
         import json, os
         SEEN_AT_IMPORT = os.environ.get("CUDA_VISIBLE_DEVICES")
         def pytest_sessionfinish(session):
-            worker = os.environ.get("PYTEST_XDIST_WORKER")
-            if worker:
+            if hasattr(session.config, "workerinput"):  # a worker of this run (not an outer run's)
+                worker = session.config.workerinput["workerid"]
                 with open({str(out)!r} + "." + worker, "w") as f:
                     json.dump({{"at_import": SEEN_AT_IMPORT}}, f)
     """)
