@@ -75,14 +75,15 @@ class Instruments:
     @contextlib.contextmanager
     def measurement_lock(self):
         """What a measurement holds: the device lock; under torchrun each machine's local rank 0
-        takes it for the ranks of its machine (one job), and all ranks start together on a barrier."""
+        takes it for the ranks of its machine (one job), and all ranks wait until every machine's
+        is held (each round then starts on a barrier)."""
         ranks = self.ranks
         if ranks.size == 1:
             with self.device_lock():
                 yield
             return
         with self.device_lock() if ranks.local_rank == 0 else contextlib.nullcontext():
-            ranks.barrier()
+            ranks.gather()
             yield
 
     # -- kernels -------------------------------------------------------------------------------

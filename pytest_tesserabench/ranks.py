@@ -16,6 +16,7 @@ class Ranks(Protocol):
     backend: str | None
 
     def barrier(self) -> None: ...
+    def gather(self) -> None: ...  # all ranks ready to measure (their machines' locks held)
     def max(self, values: list[float]) -> list[float]: ...
     def agree(self, values: list[float]) -> list[float]: ...
 
@@ -29,6 +30,9 @@ class Solo:
     backend = None
 
     def barrier(self) -> None:
+        pass
+
+    def gather(self) -> None:
         pass
 
     def max(self, values: list[float]) -> list[float]:

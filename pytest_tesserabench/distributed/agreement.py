@@ -24,8 +24,14 @@ _DISTRIBUTED_MARKS = ("Timed out waiting", "Connection closed by peer", "Connect
 MAX_MESSAGE = 400
 
 
+class PeerError(RuntimeError):
+    """This rank gave up waiting on its peers (one left, timed out, or is out of step)."""
+
+
 def is_distributed_error(exc: BaseException) -> bool:
     """True for an error raised by a collective or the store (a peer late, gone or out of step)."""
+    if isinstance(exc, PeerError):
+        return True
     torch = sys.modules.get("torch")
     dist_error = getattr(getattr(torch, "distributed", None), "DistError", None)
     if dist_error is not None and isinstance(exc, dist_error):

@@ -78,7 +78,6 @@ class DistributedHooks:
     def __init__(self, world: World, state):
         self.world = world
         self.state = state
-        self.phases = 0  # test phases so far: the same count on every rank, so it keys exchanges
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -127,14 +126,14 @@ class DistributedHooks:
         report = yield
         if self.world.world_size == 1:
             return report
-        self.phases += 1
+        self.world.phases += 1
         exc = call.excinfo.value if call.excinfo is not None and report.failed else None
         skip = report.longrepr if report.skipped and isinstance(report.longrepr, tuple) else None
         if report.skipped and skip is None:
             skip = (str(item.path), 0, "xfail" if hasattr(report, "wasxfail") else "skipped")
         mine = agreement.summarize(report.outcome, call.when, exc, skip)
         try:
-            everyone = self.world.exchange(f"outcome/{self.phases}", mine)
+            everyone = self.world.exchange(f"outcome/{self.world.phases}", mine)
         except WorldError as exc:
             report.outcome = "failed"
             report.longrepr = f"tesserabench: {exc}"

@@ -17,25 +17,38 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import time
 from collections.abc import Sequence
 
 from pytest_tesserabench.distributed import mesh as mesh_shapes
+from pytest_tesserabench.distributed.agreement import PeerError
 from pytest_tesserabench.distributed.launch import Launch, torchrun_command
 
 
-class WorldError(RuntimeError):
-    """The process group could not be set up; the message says why and what to do."""
+class WorldError(PeerError):
+    """The process group could not be set up, or a peer is gone; the message says why and what to do."""
 
 
 class ExchangeTimeout(WorldError):
     """Some ranks did not reach an exchange in time (hung, or gone)."""
 
-    def __init__(self, topic: str, missing: list[int], seconds: float):
+    def __init__(self, topic: str, missing: list[int], seconds: float, why: str = "hung in a test, or died"):
         self.missing = missing
-        ranks = ("rank " if len(missing) == 1 else "ranks ") + ", ".join(map(str, missing))
         super().__init__(
-            f"{ranks} did not report {topic} within {seconds:g} s (hung in a test, or died); the other ranks stop here"
+            f"{_ranks(missing)} did not report {topic} within {seconds:g} s ({why}); the other ranks stop here"
         )
+
+
+class PeerLeft(WorldError):
+    """A peer finished the test phase this rank is waiting in (it failed before the wait)."""
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ("rank " if len(ranks) == 1 else "ranks ") + ", ".join(map(str, ranks))
+
+
+# How long ranks wait for a peer's machine measurement lock (held by another pytest session).
+LOCK_WAIT_S = 3600.0
 
 
 class ControlRanks:
@@ -48,6 +61,17 @@ class ControlRanks:
         self.local_rank = world.local_rank
         self.backend = world.backend
         self._group = world._control
+        self._world = world
+        self._gatherings = 0
+
+    def gather(self) -> None:
+        """Wait until every rank is ready to measure (each machine's local rank 0 holding its
+        machine's measurement lock), through the store: another session may hold that lock for
+        longer than a collective may wait, and a peer that failed in this test instead is seen at
+        once, not after a timeout."""
+        if self.size > 1:
+            self._gatherings += 1
+            self._world.gather(f"ready/{self._gatherings}")
 
     def barrier(self) -> None:
         if self.size > 1:
@@ -97,6 +121,7 @@ class World:
         self._control = None
         self._meshes: dict = {}
         self._gone: list[int] = []  # ranks that missed an exchange: never waited for again
+        self.phases = 0  # test phases reported so far: the same count on every rank, so it keys exchanges
 
     def __repr__(self) -> str:
         return f"World(rank={self.rank}, world_size={self.world_size}, backend={self.backend!r})"
@@ -194,19 +219,46 @@ class World:
         self._store = dist.PrefixStore(f"tesserabench/{attempt}", store)
         self.ranks = ControlRanks(self)
 
-    def exchange(self, topic: str, value) -> list:
+    def exchange(self, topic: str, value, *, timeout_s: float | None = None, why: str | None = None) -> list:
         """Every rank's ``value`` (plain JSON), indexed by rank; ExchangeTimeout names the absent."""
         if self.world_size == 1:
             return [value]
+        timeout_s = self.exchange_timeout_s if timeout_s is None else timeout_s
         keys = [f"{topic}/{rank}" for rank in range(self.world_size)]
         self._store.set(keys[self.rank], json.dumps(value))
         try:
-            self._store.wait(keys, datetime.timedelta(seconds=self.exchange_timeout_s))
+            self._store.wait(keys, datetime.timedelta(seconds=timeout_s))
         except Exception:  # DistStoreError (a timeout) on recent torch, RuntimeError on older
             missing = [rank for rank, key in enumerate(keys) if not self._store.check([key])]
             self._gone = missing
-            raise ExchangeTimeout(topic, missing, self.exchange_timeout_s) from None
+            raise ExchangeTimeout(topic, missing, timeout_s, *([why] if why else [])) from None
         return [json.loads(self._store.get(key)) for key in keys]
+
+    def gather(self, topic: str) -> None:
+        """Return when every rank has reached ``topic``; PeerLeft as soon as a peer reported this
+        test phase's outcome instead (it failed before getting here); ExchangeTimeout after
+        LOCK_WAIT_S."""
+        keys = [f"{topic}/{rank}" for rank in range(self.world_size)]
+        self._store.set(keys[self.rank], "1")
+        finished = [f"outcome/{self.phases + 1}/{rank}" for rank in range(self.world_size)]
+        deadline, delay = time.monotonic() + LOCK_WAIT_S, 0.0005
+        while not self._store.check(keys):
+            left = [rank for rank, key in enumerate(finished) if rank != self.rank and self._store.check([key])]
+            if left:
+                raise PeerLeft(
+                    f"{_ranks(left)} finished this test without measuring (it failed before this bench() call; "
+                    "its report says why)"
+                )
+            if time.monotonic() > deadline:
+                missing = [rank for rank, key in enumerate(keys) if not self._store.check([key])]
+                raise ExchangeTimeout(
+                    "that it is ready to measure",
+                    missing,
+                    LOCK_WAIT_S,
+                    "its machine's measurement lock stayed taken by another pytest session, or it hung",
+                )
+            time.sleep(delay)
+            delay = min(2 * delay, 0.1)
 
     def close(self) -> None:
         """Leave together (so no rank tears down what a peer still uses), then destroy the group."""

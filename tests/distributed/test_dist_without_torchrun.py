@@ -7,7 +7,8 @@ Run in a subprocess: the process group is process-wide, and this session may hol
 import json
 
 
-def test_one_rank_group_records_and_skips_with_the_command(pytester, fast, tmp_path):
+def test_one_rank_group_records_and_skips_with_the_command(pytester, fast, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # its own measurement lock, not the one other sessions share
     out = tmp_path / "run.json"
     pytester.makepyfile(
         test_coll="""
@@ -52,7 +53,8 @@ def test_one_rank_group_records_and_skips_with_the_command(pytester, fast, tmp_p
 
 def test_nccl_without_a_gpu_is_one_clear_line(pytester):
     pytester.makepyfile("def test_a(dist):\n    pass\n")
-    result = pytester.runpytest_subprocess("--bench-dist-backend=nccl", "-p", "no:cacheprovider")
+    # In-process is safe: the backend is refused before any process group is made.
+    result = pytester.runpytest("--bench-dist-backend=nccl", "-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*dist fixture: --bench-dist-backend=nccl: no CUDA GPU is usable here; use gloo*"])
     assert "Traceback" not in result.stdout.str()

@@ -32,7 +32,8 @@ def torchrun(nproc: int, args, *, cwd: Path, logs: Path, env=None, timeout: floa
     """(return code, {rank: its stdout and stderr}, torchrun's own output, seconds)."""
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
     command += ["--log-dir", str(logs), "--redirects", "3", "-m", "pytest", "-p", "no:cacheprovider", *args]
-    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), **(env or {})}
+    # TMPDIR: the ranks' measurement lock is this test's own, not the one other sessions share.
+    environment = {**os.environ, "PYTHONPATH": str(Path(__file__).parent), "TMPDIR": str(logs.parent), **(env or {})}
     for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
         environment.pop(name, None)  # each rank is a plain pytest session, not one of our workers
     started = time.monotonic()
