@@ -104,7 +104,9 @@ class ControlRanks:
 
 class World:
     """The ``dist`` fixture: ``rank``, ``world_size``, ``local_rank``, ``backend``, ``device``,
-    ``group`` (the default group), ``mesh(shape)``, ``require(world_size=N)``."""
+    ``mesh(shape)``, ``require(world_size=N)``; any other name is ``torch.distributed``'s, so a
+    test that calls its fixture ``dist`` can still write ``dist.all_reduce(t)`` as people do
+    after ``import torch.distributed as dist``."""
 
     def __init__(self, launch: Launch | None, backend: str, timeout_s: float, pytest_args: Sequence[str] = ()):
         self.launch = launch
@@ -133,11 +135,12 @@ class World:
 
         return torch.device("cuda", self.local_rank) if self.backend == "nccl" else torch.device("cpu")
 
-    @property
-    def group(self):
-        import torch.distributed as dist
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        import torch.distributed
 
-        return dist.group.WORLD
+        return getattr(torch.distributed, name)
 
     def mesh(self, shape: str):
         """A DeviceMesh of ``shape`` ('dp=2,tp=2'), built once per shape (building one is collective)."""

@@ -17,6 +17,7 @@ def test_one_rank_group_records_and_skips_with_the_command(pytester, fast, tmp_p
 
         def test_all_reduce(bench, dist):
             assert (dist.rank, dist.world_size, dist.backend, dist.device.type) == (0, 1, "gloo", "cpu")
+            assert dist.get_world_size() == 1 and dist.group.WORLD is not None  # torch.distributed's own names
             op = collectives.prepare("all_reduce", 4096, torch.float32)
             op.check()
             bench(op, op.buffers, comm_bytes=op.nbytes, bus_factor=op.bus_factor)
