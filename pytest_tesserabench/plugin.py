@@ -169,7 +169,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # -- the fixture --------------------------------------------------------------------------------
 @pytest.fixture
 def bench(request: pytest.FixtureRequest):
-    """Measure a function: ``bench(fn, *args, flops=None, bytes=None, name=None, **kwargs)``.
+    """Measure a function: ``bench(fn, *args, flops=None, bytes=None, name=None, **kwargs)``;
+    a collective adds ``comm_bytes=S, bus_factor=F`` (algorithm and bus bandwidth, nccl-tests').
 
     Without ``--bench`` it calls ``fn`` once and returns the result.
     """
