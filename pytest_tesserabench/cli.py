@@ -37,7 +37,7 @@ _name = _argparse_type(parse_name, "baseline name")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tesserabench", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,report,show,inspect}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,report,show,scaling,inspect}")
 
     from pytest_tesserabench.report.commands import add_gate_arguments
 
@@ -78,10 +78,45 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--machine", metavar="KEY", help="only this machine key (default: every machine)")
     show.add_argument("--width", type=int, default=120, help="table width in columns")
 
+    scaling = sub.add_parser(
+        "scaling",
+        help="strong- and weak-scaling efficiency of runs made at several world sizes (torchrun)",
+        description="Read --bench-json runs of the same suite at different torchrun world sizes and show, "
+        "per benchmark, its speed-up and strong- and weak-scaling efficiency against the smallest size.",
+    )
+    scaling.add_argument("runs", type=Path, nargs="+", help="--bench-json result files, one per world size")
+    scaling.add_argument("--width", type=int, default=120, help="table width in columns")
+
     sub.add_parser(
         "inspect", help="static analysis of Triton kernels (see `tesserabench inspect -h`)", add_help=False
     )  # main() hands every argument after it to the inspect parser
     return parser
+
+
+def _scaling(args: argparse.Namespace, out, err) -> int:
+    from pytest_tesserabench.scaling import ScalingError, render, scaling
+
+    runs = [(str(path), run) for path in args.runs for run in load(path)[-1:]]
+    try:
+        table = scaling(runs)
+    except ScalingError as exc:
+        print(f"tesserabench: error: {exc}", file=err)
+        return EXIT_USAGE
+    if not table:
+        print(
+            "tesserabench: no benchmark was measured at two world sizes; give runs of the same suite made "
+            "with different torchrun --nproc-per-node",
+            file=err,
+        )
+        return EXIT_USAGE
+    out.write(render(table, width=args.width))
+    return EXIT_OK
+
+
+def load(path: Path):
+    from pytest_tesserabench.baseline import load_runs
+
+    return load_runs(path)
 
 
 def _show(args: argparse.Namespace, out, err) -> int:
@@ -168,6 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report_command(args, out, err)
         if args.command == "show":
             return _show(args, out, err)
+        if args.command == "scaling":
+            return _scaling(args, out, err)
         return _inspect([], out, err)
     except (BaselineError, CommandError) as exc:
         print(f"tesserabench: error: {exc}", file=err)

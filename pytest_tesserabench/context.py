@@ -14,12 +14,13 @@ class RunContext:
         self.rootdir = rootdir
         self.started = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.canary_ms: list[float] = []
+        self.distributed: dict | None = None  # world size, backend... of a torchrun run
 
     @functools.cached_property
     def machine_info(self) -> dict:
         from pytest_tesserabench import machine
 
-        return machine.machine_info()
+        return {**machine.machine_info(), **(self.distributed or {})}
 
     @functools.cached_property
     def machine_key(self) -> str:

@@ -54,14 +54,25 @@ class Bench:
         self._results: dict[int, str | None] = {}  # id(returned object) -> label, for check_accuracy
 
     # -- measuring -------------------------------------------------------------------------
-    def __call__(self, fn: Callable, *args, flops=None, bytes=None, name: str | None = None, **kwargs):
+    def __call__(
+        self,
+        fn: Callable,
+        *args,
+        flops=None,
+        bytes=None,
+        name: str | None = None,
+        comm_bytes=None,
+        bus_factor=None,
+        **kwargs,
+    ):
         if not self.enabled:
             if not callable(fn):
                 raise BenchUsageError(_not_callable(fn))
             return fn(*args, **kwargs)
-        return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name)
+        comm = _communication(comm_bytes, bus_factor)
+        return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
 
-    def _measure(self, fn, args, kwargs, *, flops, nbytes, name):
+    def _measure(self, fn, args, kwargs, *, flops, nbytes, name, comm=None):
         if not callable(fn):
             raise BenchUsageError(_not_callable(fn))
         if name in self.records:
@@ -104,10 +115,11 @@ class Bench:
         status = self._status
         on_round = status.start(self._test_name + ("" if name is None else f" · {name}")) if status else None
         try:
-            with instruments.device_lock(), instruments.telemetry(timer) as telemetry:
+            with instruments.measurement_lock(), instruments.telemetry(timer) as telemetry:
                 measurement, ab = self._measurer.measure(
-                    timer, budget, name=name, threshold=self._settings.threshold, on_round=on_round
-                )
+                    timer, budget, name=name, threshold=self._settings.threshold, on_round=on_round,
+                    ranks=instruments.ranks,
+                )  # fmt: skip
                 telemetry.calls = measurement.calls
         except BaseException as exc:
             _explain(exc, fn, name, "measurement (it passed its first call)")
@@ -117,6 +129,7 @@ class Bench:
                 status.stop()
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
         record.ab = ab
+        record.distributed = _distributed_block(instruments.ranks, comm, record.median_ms)
         record.telemetry = telemetry.result
         record.kernels = instruments.analyse_kernels(launches, record_id=record.id)
         if self._settings.trace_dir is not None:
@@ -242,6 +255,39 @@ def _explain(exc: BaseException, fn, name: str | None, when: str) -> None:
             "tesserabench: the device ran out of memory: measure a smaller size, or free tensors "
             "the test keeps alive (the L2 flush buffer needs twice the L2 size on top)"
         )
+
+
+def _communication(comm_bytes, bus_factor) -> tuple[float, float] | None:
+    """(message bytes, bus factor) of a communication benchmark, checked; None for any other."""
+    for label, value in (("comm_bytes", comm_bytes), ("bus_factor", bus_factor)):
+        if value is not None and (not isinstance(value, numbers.Real) or value < 0 or not math.isfinite(value)):
+            raise BenchUsageError(f"bench({label}={value!r}): expected a non-negative number")
+    if comm_bytes is None:
+        if bus_factor is not None:
+            raise BenchUsageError(
+                "bench(bus_factor=...) needs comm_bytes=, the message size S its bandwidths divide by, e.g. "
+                "bench(op, comm_bytes=op.nbytes, bus_factor=op.bus_factor)"
+            )
+        return None
+    return float(comm_bytes), 1.0 if bus_factor is None else float(bus_factor)
+
+
+def _distributed_block(ranks, comm: tuple[float, float] | None, median_ms: float | None) -> dict | None:
+    """The record's ``distributed`` block: the ranks that measured it and, for a collective, its
+    algorithm and bus bandwidth as nccl-tests defines them (algbw = S / t, busbw = algbw x factor)."""
+    if ranks.size == 1 and comm is None:  # one process, no communication: nothing to say
+        return None
+    block = {"world_size": ranks.size, "backend": ranks.backend, "time": "slowest rank"}
+    if comm is not None:
+        comm_bytes, factor = comm
+        algbw = comm_bytes / (median_ms / 1e3) / 1e9 if median_ms else None
+        block.update(
+            comm_bytes=comm_bytes,
+            bus_factor=factor,
+            algbw_gbps=algbw,
+            busbw_gbps=None if algbw is None else algbw * factor,
+        )
+    return block
 
 
 def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:

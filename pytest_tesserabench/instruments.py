@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tesserabench.options import Settings
+from pytest_tesserabench.ranks import SOLO
 from pytest_tesserabench.results import GPU_TIMERS
+from pytest_tesserabench.worker_gpus import lock_name
 
 # One lock for the whole machine: a CPU benchmark on one worker disturbs a GPU one on another
-# (launch latency, memory bandwidth), so measured sections never overlap. It is created
-# world-writable so that several users of one machine share it.
-LOCK_NAME = "tesserabench-measure.lock"
+# (launch latency, memory bandwidth), so measured sections never overlap. An xdist worker given a
+# GPU of its own (worker_gpus) locks only that GPU. Lock files are created world-writable so that
+# several users of one machine share them.
 
 
 @dataclass
@@ -32,11 +34,14 @@ class TelemetryScope:
 
 
 class Instruments:
-    def __init__(self, settings: Settings, *, cache_dir: Path | None, machine_info: Callable[[], dict]):
+    def __init__(
+        self, settings: Settings, *, cache_dir: Path | None, machine_info: Callable[[], dict], gpu: str | None = None
+    ):
         self.settings = settings
         self.cache_dir = cache_dir
         self._machine_info = machine_info
-        self._lock_path = Path(tempfile.gettempdir()) / LOCK_NAME
+        self._lock_path = Path(tempfile.gettempdir()) / lock_name(gpu)
+        self.ranks = SOLO  # the torch.distributed ranks measuring together (distributed.world)
         self._peaks_resolved = False
         self._peaks: Any = None  # what efficiency is measured against (table, measured or declared)
         self._roof: Any = None  # what is physically possible (table or declared, never measured)
@@ -71,6 +76,20 @@ class Instruments:
             yield
         finally:
             lock.release()
+
+    @contextlib.contextmanager
+    def measurement_lock(self):
+        """What a measurement holds: the device lock; under torchrun each machine's local rank 0
+        takes it for the ranks of its machine (one job), and all ranks wait until every machine's
+        is held (each round then starts on a barrier)."""
+        ranks = self.ranks
+        if ranks.size == 1:
+            with self.device_lock():
+                yield
+            return
+        with self.device_lock() if ranks.local_rank == 0 else contextlib.nullcontext():
+            ranks.gather()
+            yield
 
     # -- kernels -------------------------------------------------------------------------------
     @contextlib.contextmanager

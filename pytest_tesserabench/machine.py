@@ -75,6 +75,12 @@ def cuda_capability() -> tuple[int, int] | None:
     return int(major), int(minor)
 
 
+def cuda_device_count() -> int:
+    """CUDA devices this process can use (0 without a usable GPU)."""
+    torch = _usable_torch_cuda()
+    return 0 if torch is None else int(torch.cuda.device_count())
+
+
 def l2_cache_bytes(device_index: int = 0) -> int:
     """L2 size of a CUDA device in bytes, for sizing the buffer that flushes it.
 
@@ -228,7 +234,8 @@ def _slug(text: str) -> str:
 def machine_key(info: dict | None = None) -> str:
     """The baseline key: a slug of device name and architecture, only ``[a-z0-9.-]``.
 
-    ``nvidia-h100-80gb-hbm3-sm90`` for a GPU, ``cpu-x86-64-<model slug>`` for a CPU.
+    ``nvidia-h100-80gb-hbm3-sm90`` for a GPU, ``cpu-x86-64-<model slug>`` for a CPU. A torchrun
+    run adds its backend and world size (``...-nccl-x8``): eight ranks are another machine.
     """
     info = machine_info() if info is None else info
     missing = [key for key in ("device", "arch") if not info.get(key)]
@@ -242,5 +249,8 @@ def machine_key(info: dict | None = None) -> str:
         key = f"{device}-{_slug(arch.replace('_', ''))}"
     else:  # a CPU: x86_64 -> x86-64
         key = f"cpu-{_slug(arch)}-{device}"
+    if info.get("backend"):
+        suffix = f"-{_slug(str(info['backend']))}-x{int(info.get('world_size') or 1)}"
+        key = key[: _MAX_KEY_LENGTH - len(suffix)].strip("-.") + suffix
     key = key[:_MAX_KEY_LENGTH].strip("-.")
     return re.sub(r"-{2,}", "-", key)

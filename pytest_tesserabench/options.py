@@ -113,6 +113,24 @@ def _interpret(text: str) -> str:
     return text
 
 
+DIST_BACKENDS = ("auto", "gloo", "nccl")
+
+
+def _dist_backend(text: str) -> str:
+    if text not in DIST_BACKENDS:
+        raise ValueError("must be auto (nccl with GPUs, gloo without), gloo or nccl")
+    return text
+
+
+GPU_PER_WORKER = ("auto", "off")
+
+
+def _gpu_per_worker(text: str) -> str:
+    if text not in GPU_PER_WORKER:
+        raise ValueError("must be auto (each pytest-xdist worker its own GPU when several are visible) or off")
+    return text
+
+
 def _peaks(text: Any) -> str | Path:
     """table, measure, or the path of a JSON file of declared peaks."""
     text = str(text)
@@ -142,7 +160,7 @@ def parse_settle_time(text: Any) -> float:
 # The report's columns (report/rows.py draws them), sort keys and grouping keys.
 COLUMN_KEYS = (
     "median", "ci", "mean", "stdev", "min", "max", "iqr", "rounds", "timer", "throughput", "bandwidth", "roof",
-    "speed",
+    "speed", "algbw", "busbw",
 )  # fmt: skip
 SORT_KEYS = ("id", *(k for k in COLUMN_KEYS if k != "timer"))
 GROUP_KEYS = ("group", "test", "call")
@@ -299,6 +317,25 @@ OPTIONS: tuple[Option, ...] = (
     _option("bench_only", "run only the tests that use the bench fixture (and measure them)"),
     _option("bench_skip", "skip the tests that use the bench fixture"),
     _option("bench_ncu", "GPU only: hardware counters via Nsight Compute"),
+    _option(
+        "bench_dist_backend",
+        "under torchrun: the torch.distributed backend, auto (nccl with GPUs, gloo without), gloo or nccl",
+        _dist_backend,
+        "NAME",
+    ),
+    _option(
+        "bench_dist_timeout",
+        "under torchrun: seconds a collective may wait for its peers before it fails (default 300)",
+        parse_seconds,
+        "S",
+    ),
+    _option(
+        "bench_gpu_per_worker",
+        "under pytest-xdist with several GPUs: auto (each worker its own GPU and measurement lock, "
+        "the default) or off (every worker sees every GPU)",
+        _gpu_per_worker,
+        "MODE",
+    ),
     _option("bench_trace", "GPU only: write a Chrome trace per benchmark here", Path, "DIR"),
 )
 # Internal: the reference side of --bench-ab (a pytest the plugin starts in REF's worktree).
@@ -338,6 +375,9 @@ class Settings:
     ir_dump: Path | None = None
     peaks: str | Path = "table"
     ncu: bool = False
+    dist_backend: str = "auto"
+    dist_timeout: float = 300.0
+    gpu_per_worker: str = "auto"
     trace_dir: Path | None = None
     ab: str | None = None
     settle_time: float = 2.0
@@ -388,6 +428,9 @@ _FIELD = {
     "bench_ir_dump": "ir_dump",
     "bench_peaks": "peaks",
     "bench_ncu": "ncu",
+    "bench_dist_backend": "dist_backend",
+    "bench_dist_timeout": "dist_timeout",
+    "bench_gpu_per_worker": "gpu_per_worker",
     "bench_trace": "trace_dir",
     "bench_ab": "ab",
     "bench_settle_time": "settle_time",

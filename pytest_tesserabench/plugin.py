@@ -10,6 +10,7 @@ triton): ``pytest`` without ``--bench`` must cost next to nothing.
 from __future__ import annotations
 
 import argparse
+import os
 import warnings
 from pathlib import Path
 
@@ -21,6 +22,8 @@ SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
 INTERPRET_KEY = pytest.StashKey["Switch"]()
 MISSING_KEY = pytest.StashKey[list]()
+WORKER_GPUS_KEY = pytest.StashKey["dict[str, str]"]()  # xdist worker id -> the GPU it was given
+WORKERINPUT_GPU = "tesserabench_gpu"  # a worker's own GPU, in its workerinput
 REPORT_ATTR = "tesserabench"  # extra TestReport attribute; pytest-xdist carries it to the controller
 MISSING_ATTR = "tesserabench_missing"  # A/B: calls the reference made and this test did not
 
@@ -74,9 +77,21 @@ def pytest_configure(config: pytest.Config) -> None:
     cache_dir = None
     if getattr(config, "cache", None) is not None:  # absent under -p no:cacheprovider
         cache_dir = Path(config.cache.mkdir("tesserabench"))
-    state = BenchSession(settings, rootdir=Path(config.rootpath), cache_dir=cache_dir, is_worker=_is_worker(config))
+    state = BenchSession(
+        settings,
+        rootdir=Path(config.rootpath),
+        cache_dir=cache_dir,
+        is_worker=_is_worker(config),
+        gpu=getattr(config, "workerinput", {}).get(WORKERINPUT_GPU),  # an xdist worker given its own GPU
+    )
     config.stash[SESSION_KEY] = state
     _choose_measurer(config, state, cache_dir)
+    from pytest_tesserabench.distributed import launch
+
+    if launch.LAUNCH_VARIABLES[0] in os.environ:  # a torchrun rank: only then import the distributed hooks
+        from pytest_tesserabench.distributed import hooks as distributed_hooks
+
+        distributed_hooks.attach(config, state)
     hooks = SessionHooks(state, config)
     config.pluginmanager.register(hooks, SessionHooks.NAME)
     for warning in hooks.check_before_measuring():
@@ -108,6 +123,13 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
         config.pluginmanager.register(state.measurer, ServeLoop.NAME)
     elif settings.ab:
         from pytest_tesserabench.ab.lead import ABLead
+        from pytest_tesserabench.distributed import launch
+
+        if launch.LAUNCH_VARIABLES[0] in os.environ:
+            raise pytest.UsageError(
+                f"--bench-ab={settings.ab} under torchrun: A/B runs one process per side; compare collectives "
+                "against a recorded baseline instead (--bench-compare)"
+            )
         from pytest_tesserabench.ab.worktree import ABError
 
         folder = cache_dir if cache_dir is not None else Path(config.rootpath) / ".pytest_cache" / "d" / "tesserabench"
@@ -126,6 +148,25 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+# -- pytest-xdist: one GPU per worker (hooks xdist calls on the controller; absent without it) ---
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
+    from pytest_tesserabench import worker_gpus
+
+    state = config.stash.get(SESSION_KEY, None)
+    mode = state.settings.gpu_per_worker if state is not None else "auto"
+    config.stash[WORKER_GPUS_KEY] = worker_gpus.assign(specs, os.environ, mode)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    gpu = node.config.stash.get(WORKER_GPUS_KEY, {}).get(node.gateway.id)
+    if gpu is not None:
+        node.workerinput[WORKERINPUT_GPU] = gpu
+
+
 # -- markers -> parameters ----------------------------------------------------------------------
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     where = metafunc.definition.nodeid
@@ -134,6 +175,18 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         if sizes is not None:
             names, points, ids = markers.size_parameters(sizes.args, sizes.kwargs, where, metafunc.fixturenames)
             metafunc.parametrize(names, points, ids=ids)
+        mesh = metafunc.definition.get_closest_marker("bench_mesh")
+        if mesh is not None:
+            from pytest_tesserabench.distributed.mesh import MeshError, mesh_parameters
+
+            if "mesh" not in metafunc.fixturenames:
+                raise markers.MarkerError(f"@pytest.mark.bench_mesh on {where}: the test has no `mesh` argument")
+            try:
+                world_size = int(os.environ.get("WORLD_SIZE") or 1)
+                values, ids = mesh_parameters(mesh.args, mesh.kwargs, where, world_size)
+            except MeshError as exc:
+                raise markers.MarkerError(str(exc)) from None
+            metafunc.parametrize("mesh", values, ids=ids, indirect=True)
         precision = metafunc.definition.get_closest_marker("bench_precision")
         if precision is not None:
             policies = markers.precision_parameters(precision.args, where, metafunc.fixturenames)
@@ -158,7 +211,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # -- the fixture --------------------------------------------------------------------------------
 @pytest.fixture
 def bench(request: pytest.FixtureRequest):
-    """Measure a function: ``bench(fn, *args, flops=None, bytes=None, name=None, **kwargs)``.
+    """Measure a function: ``bench(fn, *args, flops=None, bytes=None, name=None, **kwargs)``;
+    a collective adds ``comm_bytes=S, bus_factor=F`` (algorithm and bus bandwidth, nccl-tests').
 
     Without ``--bench`` it calls ``fn`` once and returns the result.
     """
@@ -192,6 +246,34 @@ def bench(request: pytest.FixtureRequest):
     )
     item.stash[BENCH_KEY] = fixture
     return fixture
+
+
+@pytest.fixture(scope="session")
+def dist(request: pytest.FixtureRequest):
+    """The torch.distributed process group: ``rank``, ``world_size``, ``backend``, ``device``,
+    ``group``, ``mesh(shape)``, ``require(world_size=N)``.
+
+    Under torchrun, the run's group (gloo without GPUs, NCCL with them); in a plain pytest run, a
+    one-rank group of the same backend, destroyed at the end of the session.
+    """
+    from pytest_tesserabench.distributed import hooks as distributed_hooks
+
+    yield from distributed_hooks.session_world(request.config, request.config.stash[SESSION_KEY])
+
+
+@pytest.fixture
+def mesh(request: pytest.FixtureRequest, dist):
+    """The DeviceMesh a ``@pytest.mark.bench_mesh`` test runs on (one per shape and session)."""
+    from pytest_tesserabench.distributed.mesh import MeshError
+
+    shape = getattr(request, "param", None)
+    if shape is None:
+        pytest.fail("the mesh fixture needs @pytest.mark.bench_mesh('dp', 'tp') or bench_mesh(dp=2, tp=-1)")
+    try:
+        return dist.mesh(shape)
+    except MeshError as exc:
+        hint = f"; run it with: {dist.torchrun_command(exc.needed)}" if exc.needed else ""
+        pytest.skip(f"{exc}{hint}")
 
 
 # -- the session's hooks ------------------------------------------------------------------------

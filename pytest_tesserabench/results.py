@@ -410,6 +410,7 @@ class BenchRecord:
     trace: str | None = None
     ncu: dict | None = None
     ab: dict | None = None  # --bench-ab: the reference side and the pairs (see ab/lead.py)
+    distributed: dict | None = None  # ranks that measured it; a collective's algbw/busbw (fixture.py)
     extra_info: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
     outcome: str | None = None
@@ -457,7 +458,7 @@ class BenchRecord:
             "outcome": self.outcome,
             "verdict": self.verdict.to_json() if self.verdict else None,
         }
-        for key in ("trace", "ncu", "ab"):
+        for key in ("trace", "ncu", "ab", "distributed"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if samples:
@@ -514,6 +515,7 @@ class BenchRecord:
             trace=_text(data.get("trace"), f"{where}.trace", nullable=True),
             ncu=_json_object(data.get("ncu"), f"{where}.ncu", nullable=True),
             ab=_ab(data.get("ab"), f"{where}.ab"),
+            distributed=_distributed(data.get("distributed"), f"{where}.distributed"),
             extra_info=_json_object(data.get("extra_info", {}), f"{where}.extra_info"),
             verdict=Verdict.from_json(record_id, verdict, f"{where}.verdict") if verdict is not None else None,
             outcome=_text(data.get("outcome"), f"{where}.outcome", nullable=True),
@@ -529,6 +531,17 @@ def _ab(data: Any, where: str) -> dict | None:
     for i, value in enumerate(_list(data.get("log_ratios", []), f"{where}.log_ratios")):
         _number(value, f"{where}.log_ratios[{i}]", nullable=False, low=-50.0, high=50.0)
     _times(data.get("reference_rounds_ms", []), f"{where}.reference_rounds_ms")
+    return data
+
+
+def _distributed(data: Any, where: str) -> dict | None:
+    data = _json_object(data, where, nullable=True)
+    if data is None:
+        return None
+    _count(data.get("world_size", 1), f"{where}.world_size")
+    _text(data.get("backend"), f"{where}.backend", nullable=True)
+    for key in ("comm_bytes", "bus_factor", "algbw_gbps", "busbw_gbps"):
+        _number(data.get(key), f"{where}.{key}", low=0.0)
     return data
 
 

@@ -4,6 +4,14 @@ A benchmark is measured in rounds; each round yields its median. Measuring stops
 interval of the median of round medians is within ``target_ci`` of it (after at least
 ``min_rounds`` rounds), or when ``max_time`` is spent, in which case the result is ``noisy``.
 The clock is injectable so the rule can be tested without real time.
+
+Under torchrun every rank runs this loop and every call of the measured function must be matched
+on every rank (a collective waits for its peers), so every decision is taken from data all ranks
+share: ``Ranks.max`` all-reduces with MAX, which is exact (no rounding, no order dependence), so
+each rank gets bit-identical warm-up times, round samples and elapsed time; a round's sample is
+the slowest rank's. The stop decision is then taken from rank 0 (``Ranks.agree``), so ranks on
+different machines cannot diverge even by a floating-point hair. ``SOLO`` (one process) makes
+all of it free.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pytest_tesserabench import stats
+from pytest_tesserabench.ranks import SOLO, Ranks
 
 # Rounds last about max_time / ROUNDS_PER_BUDGET, so a converging benchmark gets this many rounds.
 ROUNDS_PER_BUDGET = 20
@@ -30,6 +39,11 @@ class Timer(Protocol):
     def time_once(self) -> float: ...
     def calibrate(self, seconds_per_call: float) -> None: ...
     def round(self, samples: int) -> list[float]: ...
+
+
+# Stop codes exchanged between ranks (a float vector carries them).
+_CONTINUE, _CONVERGED, _MAX_TIME, _MAX_ROUNDS = 0, 1, 2, 3
+_STOP_REASONS = {_CONVERGED: "converged", _MAX_TIME: "max_time", _MAX_ROUNDS: "max_rounds"}
 
 
 @dataclass(frozen=True)
@@ -70,26 +84,31 @@ class Plan:
     inner_loops: int
 
 
-def warm_up(timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.perf_counter) -> Plan:
+def warm_up(
+    timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.perf_counter, ranks: Ranks = SOLO
+) -> Plan:
     """Warm up for ``budget.warmup`` seconds (at least one call), then calibrate the timer and
-    size rounds to about ``max_time / ROUNDS_PER_BUDGET``."""
+    size rounds to about ``max_time / ROUNDS_PER_BUDGET``; every rank agrees on both."""
     start = clock()
     durations = []
     while True:  # at least one warm-up call: first-call costs (compilation, caches) stay out
         durations.append(timer.time_once())
-        if clock() - start >= budget.warmup:
+        if ranks.max([clock() - start])[0] >= budget.warmup:
             break
     # The last warm-up calls are the best estimate of steady-state cost.
-    per_call = max(statistics.median(durations[-5:]), 1e-9)
+    per_call = ranks.max([max(statistics.median(durations[-5:]), 1e-9)])[0]
     timer.calibrate(per_call)
     sample_s = per_call * timer.inner
     round_s = budget.max_time / ROUNDS_PER_BUDGET
     samples_per_round = int(min(MAX_SAMPLES_PER_ROUND, max(1, round_s // sample_s)))
+    if ranks.size > 1:  # the inner loop count and round length decide how many calls each rank makes
+        inner, samples_per_round = (int(v) for v in ranks.agree([timer.inner, samples_per_round]))
+        timer.inner = inner
     return Plan(samples_per_round=samples_per_round, warmup_calls=len(durations), inner_loops=timer.inner)
 
 
 def take_round(timer: Timer, plan: Plan, into: Measurement) -> float:
-    """One round: its samples and median go into ``into``; returns the median (ms)."""
+    """One round (of this process alone): its samples and median go into ``into``; returns the median (ms)."""
     samples = timer.round(plan.samples_per_round)
     into.samples_ms.extend(samples)
     median = statistics.median(samples)
@@ -113,39 +132,54 @@ def measure(
     plan: Plan | None = None,
     clock: Callable[[], float] = time.perf_counter,
     on_round: Callable[[list[float], float, float | None], None] | None = None,
+    ranks: Ranks = SOLO,
 ) -> Measurement:
     """Warm up for ``budget.warmup`` seconds (unless ``plan`` says how, from an earlier warm-up),
     then time rounds until the stopping rule fires.
 
+    With several ``ranks``, each round starts on a barrier and each sample is the slowest rank's.
     ``on_round(round medians so far, seconds measured, relative half-width of the median's 95%
-    interval or None)`` is called after each round (the terminal's status line)."""
-    plan = plan or warm_up(timer, budget, clock=clock)
+    interval or None)`` is called after each round (the terminal's status line).
+    """
+    plan = plan or warm_up(timer, budget, clock=clock, ranks=ranks)
     result = start_measurement(timer, plan)
     measuring_since = clock()
     while True:
-        take_round(timer, plan, result)
-        elapsed = clock() - measuring_since
-        enough_rounds = len(result.rounds_ms) >= budget.min_rounds
-        halfwidth = stats.relative_ci_halfwidth(result.rounds_ms) if enough_rounds or on_round else math.inf
+        ranks.barrier()
+        samples = timer.round(plan.samples_per_round)
+        *samples, elapsed = ranks.max([*samples, clock() - measuring_since])
+        result.samples_ms.extend(samples)
+        result.rounds_ms.append(statistics.median(samples))
         if on_round is not None:
+            halfwidth = stats.relative_ci_halfwidth(result.rounds_ms)
             on_round(result.rounds_ms, elapsed, halfwidth if math.isfinite(halfwidth) else None)
-        if enough_rounds and halfwidth <= budget.target_ci:
-            result.stop_reason = "converged"
+        stop = _stop_code(result.rounds_ms, elapsed, budget)
+        if ranks.size > 1:
+            stop = int(ranks.agree([stop])[0])
+        if stop != _CONTINUE:
+            result.stop_reason = _STOP_REASONS[stop]
+            result.noisy = stop != _CONVERGED
             break
-        if enough_rounds and elapsed >= budget.max_time:
-            result.stop_reason = "max_time"
-            result.noisy = True
-            break
-        if len(result.rounds_ms) >= MAX_ROUNDS:
-            result.stop_reason = "max_rounds"
-            result.noisy = True
-            break
-    result.elapsed_s = clock() - measuring_since
+    result.elapsed_s = ranks.max([clock() - measuring_since])[0]
     return result
 
 
-class LocalMeasurer:
-    """How ``bench()`` measures by default: all rounds here, nothing compared while measuring."""
+def _stop_code(rounds_ms: list[float], elapsed: float, budget: Budget) -> int:
+    enough_rounds = len(rounds_ms) >= budget.min_rounds
+    if enough_rounds and stats.relative_ci_halfwidth(rounds_ms) <= budget.target_ci:
+        return _CONVERGED
+    if enough_rounds and elapsed >= budget.max_time:
+        return _MAX_TIME
+    if len(rounds_ms) >= MAX_ROUNDS:
+        return _MAX_ROUNDS
+    return _CONTINUE
 
-    def measure(self, timer: Timer, budget: Budget, *, name: str | None, threshold: float, on_round=None):
-        return measure(timer, budget, on_round=on_round), None
+
+class LocalMeasurer:
+    """How ``bench()`` measures by default: all rounds here (or on every rank together), nothing
+    compared while measuring."""
+
+    def measure(
+        self, timer: Timer, budget: Budget, *, name: str | None, threshold: float, on_round=None, ranks: Ranks = SOLO
+    ):
+        return measure(timer, budget, on_round=on_round, ranks=ranks), None

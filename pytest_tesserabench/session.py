@@ -19,11 +19,15 @@ from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
 
 
 class BenchSession:
-    def __init__(self, settings: Settings, *, rootdir: Path, cache_dir: Path | None, is_worker: bool):
+    def __init__(
+        self, settings: Settings, *, rootdir: Path, cache_dir: Path | None, is_worker: bool, gpu: str | None = None
+    ):
         self.settings = settings
-        self.is_worker = is_worker
+        self.is_worker = is_worker  # an xdist worker or a torchrun rank other than 0: reports nothing
         self.context = RunContext(rootdir)
-        self.instruments = Instruments(settings, cache_dir=cache_dir, machine_info=lambda: self.context.machine_info)
+        self.instruments = Instruments(
+            settings, cache_dir=cache_dir, machine_info=lambda: self.context.machine_info, gpu=gpu
+        )
         self.comparison: BaselineComparison | None = None
         self.ab = None  # ab.lead.ABLead with --bench-ab (in the process that runs tests)
         self.reference = None  # ab.worktree.Reference with --bench-ab (every process)

@@ -115,7 +115,7 @@ class ABLead:
             self.process.skip()
 
     # -- the measurer ------------------------------------------------------------------------------
-    def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None):
+    def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
         plan = sampling.warm_up(timer, budget)
         ready = self._reference_ready(name)
         info = {"ref": self.reference.ref, "sha": self.reference.sha}

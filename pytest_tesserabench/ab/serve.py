@@ -86,7 +86,7 @@ class ServeLoop:
         )
 
     # -- the measurer ------------------------------------------------------------------------------
-    def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None):
+    def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
         plan = sampling.warm_up(timer, budget)
         measurement = sampling.start_measurement(timer, plan)
         test = self.test

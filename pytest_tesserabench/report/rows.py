@@ -73,6 +73,11 @@ def _stat(name: str) -> Callable[[BenchRecord, dict], float | None]:
     return lambda r, _: getattr(r.stats, name) if r.stats else None
 
 
+def _comm(record: BenchRecord, key: str) -> float | None:
+    """A collective's bandwidth (algbw_gbps, busbw_gbps) from the record's distributed block."""
+    return (record.distributed or {}).get(key)
+
+
 def _speed_text(record: BenchRecord, speeds: dict) -> str:
     speed = speeds.get(record.id)
     return "-" if speed is None else f"{speed:.2f}x"
@@ -106,8 +111,13 @@ FIELDS: dict[str, Field] = {
             descending=True,
         ),
         Field("speed", "speed", _speed_text, lambda r, s: s.get(r.id), drop=7, descending=True),
+        # A collective's bandwidths (nccl-tests' algbw and busbw), from the record's distributed block.
+        Field("algbw", "algbw", lambda r, _: format_gbps(_comm(r, "algbw_gbps")), lambda r, _: _comm(r, "algbw_gbps"),
+              8, True),
+        Field("busbw", "busbw", lambda r, _: format_gbps(_comm(r, "busbw_gbps")), lambda r, _: _comm(r, "busbw_gbps"),
+              9, True),
     )
-}
+}  # fmt: skip
 VERBOSE_EXTRA = ("min", "iqr", "rounds", "timer")
 
 
@@ -121,6 +131,8 @@ def default_columns(records: Sequence[BenchRecord], *, verbose: bool) -> tuple[s
         keys.append("throughput")
     if any(r.gbps for r in records):
         keys.append("bandwidth")
+    if any(_comm(r, "busbw_gbps") is not None for r in records):
+        keys += ["algbw", "busbw"]
     if any(_roof(r) is not None for r in records):
         keys.append("roof")
     if any(speed not in (None, 1.0) for speed in relative_speeds(sort_records(records)).values()):

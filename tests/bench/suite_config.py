@@ -26,8 +26,10 @@ How the GPU grids were chosen (a full cartesian product would take hours):
 from __future__ import annotations
 
 import functools
+import os
 
 from kernels._common import is_interpreting
+from pytest_tesserabench import collectives
 
 ON_DEVICE = not is_interpreting()
 
@@ -78,6 +80,22 @@ ROWS_NORM = (
     if ON_DEVICE
     else [{"R": 16, "C": 768}]
 )
+
+# --------------------------------------------------------------------------- collectives
+# nccl-tests' range on GPUs (1 KiB to 1 GiB, x4 steps). On CPUs (gloo over loopback) two sizes,
+# one latency-bound and one nearer the bandwidth regime, keep the suite to seconds at 4 ranks.
+# TESSERABENCH_COLLECTIVE_SIZES=1024,65536,... overrides (benchmarks/gloo_alpha_beta.py uses it).
+if os.environ.get("TESSERABENCH_COLLECTIVE_SIZES"):
+    COLLECTIVE_SIZES = [int(s) for s in os.environ["TESSERABENCH_COLLECTIVE_SIZES"].split(",")]
+elif ON_DEVICE:
+    COLLECTIVE_SIZES = collectives.sizes(collectives.KiB, collectives.GiB, 4)
+else:
+    COLLECTIVE_SIZES = [collectives.KiB, 64 * collectives.KiB]
+COLLECTIVE_PRECISIONS = ("fp32", "bf16")
+MESH_SIZES = [collectives.MiB, 64 * collectives.MiB] if ON_DEVICE else [64 * collectives.KiB]
+# Row-parallel linear (x @ w with K split over the ranks, then an all-reduce): the global problem
+# is fixed, so its times over world sizes give strong scaling (tesserabench scaling).
+TP_LINEAR = [{"M": 8192, "K": 8192, "N": 8192}] if ON_DEVICE else [{"M": 128, "K": 1024, "N": 128}]
 
 # --------------------------------------------------------------------------- helpers
 
