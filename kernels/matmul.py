@@ -29,6 +29,8 @@ from kernels._common import (
     interpreting_at_trace_time,
     is_interpreting,
 )
+from pytest_tesserabench.tuning.space import ConfigSpace
+from pytest_tesserabench.tuning.tunable import Problem, Tunable, Work
 
 try:  # host-side TMA descriptors: Triton >= 3.4
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -379,15 +381,22 @@ def _num_sms(device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _launch_pointer(a, b, c, scale_a=None, scale_b=None) -> None:
+def _launch_pointer(a, b, c, scale_a=None, scale_b=None, *, config=None) -> None:
+    """The pointer kernel with ``config`` (a tuning ``Config``); by default the config the tuning
+    cache holds for this problem and GPU, else the autotuner over ``matmul_configs()``."""
     import torch
 
     M, K = a.shape
     N = b.shape[1]
     allow_tf32 = a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
     has_scales = scale_a is not None
+    if config is None and not has_scales and a.dtype in (torch.float16, torch.bfloat16):
+        config = _tuned(M, N, K, a.dtype, a.device)
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
-    _matmul_kernel[grid](
+    # A config of our own goes to the @triton.jit function under the autotuner, untimed.
+    launch = _matmul_kernel[grid] if config is None else _matmul_kernel.fn[grid]
+    extra = {} if config is None else {**config.kernel_kwargs, **config.options}
+    launch(
         a,
         b,
         c,
@@ -404,6 +413,7 @@ def _launch_pointer(a, b, c, scale_a=None, scale_b=None) -> None:
         c.stride(1),
         HAS_SCALES=has_scales,
         ALLOW_TF32=allow_tf32,
+        **extra,
     )
 
 
@@ -497,6 +507,96 @@ def matmul_fp8(a, b, scale_a, scale_b, *, out_dtype=None):
     return c
 
 
+# --------------------------------------------------------------------------- tuning (tesserabench tune)
+
+
+def tuning_space(problem: Problem) -> ConfigSpace:
+    """The pointer kernel's search space: wider than ``matmul_configs()``, which autotune times
+    on every new shape; ``tesserabench tune kernels.matmul:TUNABLE`` prunes it statically."""
+    return ConfigSpace(
+        params={
+            "BLOCK_SIZE_M": [64, 128, 256],
+            "BLOCK_SIZE_N": [64, 128, 256],
+            "BLOCK_SIZE_K": [32, 64, 128],
+            "GROUP_SIZE_M": [8],
+            "num_warps": [4, 8],
+            "num_stages": [2, 3, 4, 5],
+        },
+        constraints=[
+            # At most 128 fp32 accumulators per thread: twice that cannot fit 255 registers.
+            "BLOCK_SIZE_M * BLOCK_SIZE_N <= 128 * 32 * num_warps",
+            # The operand ring alone (num_stages - 1 buffers of A and B tiles) must fit; the
+            # compiled figure, epilogue included, is checked by static pruning.
+            "(num_stages - 1) * (BLOCK_SIZE_M + BLOCK_SIZE_N) * BLOCK_SIZE_K * itemsize <= shared_per_block",
+            # Tiles far larger than the problem only waste work (as _prune_configs).
+            "BLOCK_SIZE_M <= 2 * max(M, 16) and BLOCK_SIZE_N <= 2 * max(N, 16) and BLOCK_SIZE_K <= 2 * max(K, 16)",
+        ],
+    )
+
+
+def _tuning_specialize(config, problem: Problem):
+    """What Triton compiles for ``config`` on row-major operands, from stand-in tensors."""
+    import torch
+
+    from pytest_tesserabench.inspect import specialize
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    x = torch.empty(16, 16, dtype=torch_dtype(problem.dtypes[0]))  # only dtype and alignment matter
+    return specialize(
+        _matmul_kernel,
+        (x, x, x, None, None, M, N, K, K, 1, N, 1, N, 1),
+        {"HAS_SCALES": False, "ALLOW_TF32": False, **config.kernel_kwargs, **config.options},
+    )
+
+
+def _tuning_work(config, problem: Problem) -> Work:
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    bm, bn = config["BLOCK_SIZE_M"], config["BLOCK_SIZE_N"]
+    itemsize = problem.itemsize
+    return Work(
+        programs=triton.cdiv(M, bm) * triton.cdiv(N, bn),
+        flops_per_program=2.0 * bm * bn * K,
+        bytes_per_program=float((bm + bn) * K * itemsize + bm * bn * itemsize),
+        precision=problem.dtypes[0],
+    )
+
+
+def _tuning_runner(problem: Problem, device):
+    """Inputs allocated once; ``config -> call`` launching the pointer kernel with it."""
+    import torch
+
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    dtype = torch_dtype(problem.dtypes[0])
+    a = torch.randn(M, K, device=device).to(dtype)
+    b = torch.randn(K, N, device=device).to(dtype)
+    c = torch.empty(M, N, device=device, dtype=dtype)
+    return lambda config: lambda: _launch_pointer(a, b, c, config=config)
+
+
+TUNABLE = Tunable(
+    name="matmul",
+    shape_names=("M", "N", "K"),
+    dtypes=("fp16", "bf16"),
+    kernel=lambda: _matmul_kernel,
+    space=tuning_space,
+    specialize=_tuning_specialize,
+    work=_tuning_work,
+    runner=_tuning_runner,
+    default_problems=(Problem({"M": 4096, "N": 4096, "K": 4096}, ("bf16",)),),
+)
+
+
+def _tuned(M, N, K, dtype, device):
+    """The tuning cache's measured config for this problem on this GPU, or None (no GPU, no entry)."""
+    from pytest_tesserabench.tuning.lookup import tuned_config
+    from pytest_tesserabench.tuning.tunable import dtype_name
+
+    return tuned_config(TUNABLE, {"M": M, "N": N, "K": K}, (dtype_name(dtype),), device)
+
+
 # --------------------------------------------------------------------------- references, models
 
 
@@ -553,6 +653,8 @@ __all__ = [
     "bytes",
     "matmul_configs",
     "tma_persistent_configs",
+    "tuning_space",
+    "TUNABLE",
     "CORRECTNESS_SHAPES",
     "LLM_SHAPES",
 ]
