@@ -66,8 +66,10 @@ def kernel_source_hash(kernel: Any) -> str:
     sources: dict[str, str] = {}
     _collect_sources(_python_function(kernel), sources)
     digest = hashlib.sha256()
-    for name in sorted(sources):
-        digest.update(f"{name}\n{sources[name]}\n".encode())
+    # Qualified names without the module: a module imported by path or by package name (its
+    # __name__ differs) holds the same kernel.
+    for name, source in sorted((name.partition(":")[2], source) for name, source in sources.items()):
+        digest.update(f"{name}\n{source}\n".encode())
     return digest.hexdigest()[:12]
 
 

@@ -6,6 +6,8 @@ compile; one warp per block caps residency at 32 warps (50% occupancy) on sm_80.
 ``ring_dot``: a pipelined ``tl.dot`` loop whose shared-memory ring grows with BK and num_stages.
 """
 
+import dataclasses
+
 import triton
 import triton.language as tl
 
@@ -87,6 +89,19 @@ RING_DOT = Tunable(
     specialize=_ring_dot_specialize,
     work=lambda config, problem: Work(1, 2.0 * 16 * 16 * problem.shape["K"], 64.0 * problem.shape["K"], "fp16"),
     default_problems=(Problem({"K": 4096}, ("fp16",)),),
+)
+
+
+# Every config fails to compile (no block is a power of two): nothing is left to tune.
+BROKEN = dataclasses.replace(
+    ROWMAX, name="broken", space=lambda problem: ConfigSpace(params={"BLOCK": [48, 96], "num_warps": [4]})
+)
+
+# Constraints that no config satisfies.
+CONTRADICTORY = dataclasses.replace(
+    ROWMAX,
+    name="contradictory",
+    space=lambda problem: ConfigSpace(params={"BLOCK": [256, 1024]}, constraints=["BLOCK > n", "BLOCK < 512"]),
 )
 
 
