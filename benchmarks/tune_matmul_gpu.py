@@ -1,5 +1,7 @@
 """Issue 14's GPU target: the tuner with static pruning against exhaustive search and against
-Triton's own autotune, on the project's matmul (pointer kernel) at 4096^3 bf16.
+Triton's own autotune, on the project's matmul at 4096^3 bf16: the kernel matmul() runs on the
+GPU at hand (on Hopper the TMA persistent kernel, kernels.matmul:TUNABLE_TMA; elsewhere the
+pointer kernel, kernels.matmul:TUNABLE).
 
     python benchmarks/tune_matmul_gpu.py            # on a GPU machine; one command
 
@@ -36,26 +38,27 @@ PHASES = ("exhaustive", "tuner", "triton", "compare")
 
 
 def _setup(args):
+    """(tunable, problem, arch, legal configs, device): the kernel matmul() runs on this GPU,
+    the TMA persistent one on Hopper, the pointer one elsewhere."""
     import torch
 
     from kernels import matmul
     from pytest_tesserabench.inspect.archs import arch_from_capability
     from pytest_tesserabench.tuning.tuner import arch_context
 
-    if not torch.cuda.is_available():
-        sys.exit("tune_matmul_gpu: no CUDA GPU here; this benchmark times kernels on a GPU")
     arch = arch_from_capability(*torch.cuda.get_device_capability())
-    problem = matmul.TUNABLE.problem({"M": args.M, "N": args.N, "K": args.K}, (args.dtype,))
-    legal = matmul.TUNABLE.space(problem).enumerate({**problem.context(), **arch_context(arch)}).legal
-    device = torch.device("cuda")
-    return matmul, problem, arch, legal, device
+    hopper = arch == "sm_90" and matmul.TensorDescriptor is not None
+    tunable = matmul.TUNABLE_TMA if hopper else matmul.TUNABLE
+    problem = tunable.problem({"M": args.M, "N": args.N, "K": args.K}, (args.dtype,))
+    legal = tunable.space(problem).enumerate({**problem.context(), **arch_context(arch)}).legal
+    return tunable, problem, arch, legal, torch.device("cuda")
 
 
 def phase_exhaustive(args) -> dict:
     from pytest_tesserabench.tuning.measure import Evaluator, gpu_timer_factory
 
-    matmul, problem, arch, legal, device = _setup(args)
-    evaluator = Evaluator(gpu_timer_factory(matmul.TUNABLE.runner(problem, device), device))
+    tunable, problem, arch, legal, device = _setup(args)
+    evaluator = Evaluator(gpu_timer_factory(tunable.runner(problem, device), device))
     trials = [evaluator(config) for config in legal]
     timed = sorted((t for t in trials if t.ok), key=lambda t: t.median_ms)
     return {
@@ -66,6 +69,7 @@ def phase_exhaustive(args) -> dict:
         "best": timed[0].config.to_json(),
         "best_ms": timed[0].median_ms,
         "arch": arch,
+        "kernel": tunable.name,
     }
 
 
@@ -76,17 +80,17 @@ def phase_tuner(args) -> dict:
     from pytest_tesserabench.tuning.strategies import StrategyError, check_strategy
     from pytest_tesserabench.tuning.tuner import tune
 
-    matmul, problem, arch, legal, device = _setup(args)
+    tunable, problem, arch, legal, device = _setup(args)
     strategy = args.strategy
     try:
         check_strategy(strategy)
     except StrategyError as error:
         print(f"tune_matmul_gpu: {error}; using random search", file=sys.stderr)
         strategy = "random"
-    timer_factory = gpu_timer_factory(matmul.TUNABLE.runner(problem, device), device)
+    timer_factory = gpu_timer_factory(tunable.runner(problem, device), device)
     start = time.perf_counter()
     result = tune(
-        matmul.TUNABLE,
+        tunable,
         problem,
         arch,
         strategy=strategy,
@@ -117,24 +121,42 @@ def phase_tuner(args) -> dict:
 
 
 def phase_triton(args) -> dict:
+    """@triton.autotune over the same configs, as a user of Triton would write it."""
     import torch
     import triton
 
-    matmul, problem, arch, legal, device = _setup(args)
-    configs = [triton.Config(c.kernel_kwargs, num_warps=c["num_warps"], num_stages=c["num_stages"]) for c in legal]
-    tuned = triton.autotune(configs=configs, key=["M", "N", "K"])(matmul._matmul_kernel.fn)
+    from kernels import matmul
+
+    tunable, problem, arch, legal, device = _setup(args)
+    tma = tunable is matmul.TUNABLE_TMA
+    hook = matmul._tma_set_block_shapes if tma else None
+    configs = [
+        triton.Config(c.kernel_kwargs, num_warps=c["num_warps"], num_stages=c["num_stages"], pre_hook=hook)
+        for c in legal
+    ]
     M, N, K = args.M, args.N, args.K
     dtype = getattr(torch, {"bf16": "bfloat16", "fp16": "float16"}[args.dtype])
     a = torch.randn(M, K, device=device).to(dtype)
     b = torch.randn(K, N, device=device).to(dtype)
     c = torch.empty(M, N, device=device, dtype=dtype)
-    grid = lambda meta: (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)  # noqa: E731
+    if tma:
+        kernel = triton.autotune(configs=configs, key=["M", "N", "K"])(matmul._matmul_kernel_tma_persistent.fn)
+        sms = torch.cuda.get_device_properties(device).multi_processor_count
+        descriptors = [matmul.TensorDescriptor.from_tensor(t, [16, 16]) for t in (a, b, c)]
+        grid = lambda meta: (min(sms, triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"])),)  # noqa: E731
+        extra = dict(HAS_SCALES=False, B_K_MAJOR=False, NUM_SMS=sms)
+        arguments = (*descriptors, c, c, M, N, K)
+    else:
+        kernel = triton.autotune(configs=configs, key=["M", "N", "K"])(matmul._matmul_kernel.fn)
+        grid = lambda meta: (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)  # noqa: E731
+        extra = dict(HAS_SCALES=False, ALLOW_TF32=False)
+        arguments = (a, b, c, c, c, M, N, K, K, 1, N, 1, N, 1)
     torch.cuda.synchronize()
     start = time.perf_counter()
-    tuned[grid](a, b, c, c, c, M, N, K, K, 1, N, 1, N, 1, HAS_SCALES=False, ALLOW_TF32=False)
+    kernel[grid](*arguments, **extra)  # the first call tunes: compiles and times every config
     torch.cuda.synchronize()
     seconds = time.perf_counter() - start
-    best = tuned.best_config
+    best = kernel.best_config
     return {
         "configs": len(configs),
         "gpu_seconds": seconds,
@@ -146,9 +168,9 @@ def phase_compare(args) -> dict:
     from pytest_tesserabench.tuning.measure import Evaluator, gpu_timer_factory
     from pytest_tesserabench.tuning.space import Config
 
-    matmul, problem, arch, legal, device = _setup(args)
+    tunable, problem, arch, legal, device = _setup(args)
     winners = {name: Config(_load(args, name)["best"]) for name in ("exhaustive", "tuner", "triton")}
-    evaluator = Evaluator(gpu_timer_factory(matmul.TUNABLE.runner(problem, device), device))
+    evaluator = Evaluator(gpu_timer_factory(tunable.runner(problem, device), device))
     rounds = {name: [] for name in winners}
     for config in winners.values():
         evaluator(config)  # JIT compile and warm up outside the comparison
@@ -180,7 +202,8 @@ def report(args) -> None:
     exhaustive, tuner, autotune, compare = (_load(args, phase) for phase in PHASES)
     best = compare["exhaustive"]
     print(
-        f"matmul {args.M}x{args.N}x{args.K} {args.dtype} on {torch.cuda.get_device_name()} ({exhaustive['arch']}), "
+        f"{exhaustive['kernel']} {args.M}x{args.N}x{args.K} {args.dtype} on {torch.cuda.get_device_name()} "
+        f"({exhaustive['arch']}), "
         f"Triton {triton.__version__}, torch {torch.__version__}"
     )
     rows = [

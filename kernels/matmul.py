@@ -417,8 +417,10 @@ def _launch_pointer(a, b, c, scale_a=None, scale_b=None, *, config=None) -> None
     )
 
 
-def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int | None = None) -> None:
-    """Hopper persistent TMA matmul. ``num_sms`` defaults to the device's SM count."""
+def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int | None = None, config=None) -> None:
+    """Hopper persistent TMA matmul. ``num_sms`` defaults to the device's SM count. ``config`` (a
+    tuning ``Config``); by default the tuning cache's config for this problem and GPU, else the
+    autotuner over ``tma_persistent_configs()``."""
     if TensorDescriptor is None:
         raise RuntimeError("this Triton has no triton.tools.tensor_descriptor; use the pointer path")
     M, K = a.shape
@@ -426,25 +428,22 @@ def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int 
     if num_sms is None:
         num_sms = _num_sms(a.device)
     b_k_major = _b_is_k_major(b)
-    # Block shapes are placeholders; the autotune pre-hook sets the real ones per config.
+    has_scales = scale_a is not None
+    if config is None and not has_scales:
+        config = _tuned_tma(M, N, K, a.dtype, a.device)
     a_desc = TensorDescriptor.from_tensor(a, [16, 16])
     b_desc = TensorDescriptor.from_tensor(b.t() if b_k_major else b, [16, 16])
     c_desc = TensorDescriptor.from_tensor(c, [16, 16])
-    has_scales = scale_a is not None
     grid = lambda meta: (min(num_sms, triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"])),)
-    _matmul_kernel_tma_persistent[grid](
-        a_desc,
-        b_desc,
-        c_desc,
-        scale_a if has_scales else c,
-        scale_b if has_scales else c,
-        M,
-        N,
-        K,
-        HAS_SCALES=has_scales,
-        B_K_MAJOR=b_k_major,
-        NUM_SMS=num_sms,
-    )
+    args = dict(HAS_SCALES=has_scales, B_K_MAJOR=b_k_major, NUM_SMS=num_sms)
+    if config is None:  # block shapes are placeholders; the autotune pre-hook sets them per config
+        launch = _matmul_kernel_tma_persistent[grid]
+    else:  # a config of our own: set the block shapes here, launch the @triton.jit function untimed
+        args.update(config.kernel_kwargs)
+        _tma_set_block_shapes({"a_desc": a_desc, "b_desc": b_desc, "c_desc": c_desc, **args})
+        args.update(config.options)
+        launch = _matmul_kernel_tma_persistent.fn[grid]
+    launch(a_desc, b_desc, c_desc, scale_a if has_scales else c, scale_b if has_scales else c, M, N, K, **args)
 
 
 def matmul(a, b, *, out_dtype=None):
@@ -511,8 +510,9 @@ def matmul_fp8(a, b, scale_a, scale_b, *, out_dtype=None):
 
 
 def tuning_space(problem: Problem) -> ConfigSpace:
-    """The pointer kernel's search space: wider than ``matmul_configs()``, which autotune times
-    on every new shape; ``tesserabench tune kernels.matmul:TUNABLE`` prunes it statically."""
+    """The pointer kernel's search space (``TUNABLE``; on Hopper matmul() runs ``TUNABLE_TMA``):
+    wider than ``matmul_configs()``, which autotune times on every new shape;
+    ``tesserabench tune kernels.matmul:TUNABLE`` prunes it statically."""
     return ConfigSpace(
         params={
             "BLOCK_SIZE_M": [64, 128, 256],
@@ -589,6 +589,95 @@ TUNABLE = Tunable(
 )
 
 
+def tma_tuning_space(problem: Problem) -> ConfigSpace:
+    """The Hopper TMA persistent kernel's search space (sm_90 only: TMA needs Hopper)."""
+    return ConfigSpace(
+        params={
+            "BLOCK_SIZE_M": [64, 128],
+            "BLOCK_SIZE_N": [64, 128, 256],
+            "BLOCK_SIZE_K": [64, 128],
+            "GROUP_SIZE_M": [8],
+            "EPILOGUE_SUBTILE": [False, True],
+            "num_warps": [4, 8],
+            "num_stages": [2, 3, 4, 5],
+        },
+        constraints=[
+            "capability == 90",  # TMA descriptors and wgmma: Hopper
+            "BLOCK_SIZE_M * BLOCK_SIZE_N <= 128 * 32 * num_warps",  # see tuning_space
+            # num_stages buffers of A and B tiles (the Hopper pipeline keeps all of them).
+            "num_stages * (BLOCK_SIZE_M + BLOCK_SIZE_N) * BLOCK_SIZE_K * itemsize <= shared_per_block",
+            "BLOCK_SIZE_M <= 2 * max(M, 64) and BLOCK_SIZE_N <= 2 * max(N, 64)",
+        ],
+    )
+
+
+# SMs of the GPU the TMA kernel is compiled for when no GPU is present (H100 SXM); NUM_SMS is a
+# constexpr, so the live GPU's count gives its own binary, alike but for that constant.
+_REFERENCE_SMS = 132
+
+
+def _tma_tuning_specialize(config, problem: Problem):
+    import torch
+
+    from pytest_tesserabench.inspect import specialize
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    bm, bn, bk = (config[k] for k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"))
+    x = torch.empty(16, dtype=torch_dtype(problem.dtypes[0]))  # only dtype and alignment matter
+
+    def descriptor(shape, block):
+        return TensorDescriptor(x, shape, [shape[1], 1], block)
+
+    c_block = [bm, bn // 2] if config["EPILOGUE_SUBTILE"] else [bm, bn]
+    descriptors = (descriptor([M, K], [bm, bk]), descriptor([K, N], [bk, bn]), descriptor([M, N], c_block))
+    return specialize(
+        _matmul_kernel_tma_persistent,
+        (*descriptors, None, None, M, N, K),
+        {
+            "HAS_SCALES": False,
+            "B_K_MAJOR": False,
+            "NUM_SMS": _REFERENCE_SMS,
+            **config.kernel_kwargs,
+            **config.options,
+        },
+    )
+
+
+def _tma_tuning_runner(problem: Problem, device):
+    import torch
+
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    dtype = torch_dtype(problem.dtypes[0])
+    a = torch.randn(M, K, device=device).to(dtype)
+    b = torch.randn(K, N, device=device).to(dtype)
+    c = torch.empty(M, N, device=device, dtype=dtype)
+    return lambda config: lambda: _launch_tma_persistent(a, b, c, config=config)
+
+
+#: What matmul() runs on Hopper for fp16/bf16 with 16-byte aligned rows.
+TUNABLE_TMA = Tunable(
+    name="matmul_tma",
+    shape_names=("M", "N", "K"),
+    dtypes=("fp16", "bf16"),
+    kernel=lambda: _matmul_kernel_tma_persistent,
+    space=tma_tuning_space,
+    specialize=_tma_tuning_specialize,
+    work=_tuning_work,
+    runner=_tma_tuning_runner,
+    default_problems=(Problem({"M": 4096, "N": 4096, "K": 4096}, ("bf16",)),),
+)
+
+
+def _tuned_tma(M, N, K, dtype, device):
+    from pytest_tesserabench.tuning.lookup import tuned_config
+    from pytest_tesserabench.tuning.tunable import dtype_name
+
+    return tuned_config(TUNABLE_TMA, {"M": M, "N": N, "K": K}, (dtype_name(dtype),), device)
+
+
 def _tuned(M, N, K, dtype, device):
     """The tuning cache's measured config for this problem on this GPU, or None (no GPU, no entry)."""
     from pytest_tesserabench.tuning.lookup import tuned_config
@@ -654,7 +743,9 @@ __all__ = [
     "matmul_configs",
     "tma_persistent_configs",
     "tuning_space",
+    "tma_tuning_space",
     "TUNABLE",
+    "TUNABLE_TMA",
     "CORRECTNESS_SHAPES",
     "LLM_SHAPES",
 ]

@@ -4,6 +4,7 @@
 charge every call to the fake clock, so "GPU seconds" are exact and tests never sleep.
 """
 
+import dataclasses
 import math
 import random
 
@@ -86,3 +87,7 @@ LANDSCAPE = Tunable(
     work=lambda config, problem: Work(1, 1.0, 1.0, "fp16"),
     default_problems=(Problem({"n": 1024}, ("fp16",)),),
 )
+
+
+# The landscape as a kernel with a launcher: what `tesserabench tune` times on a (fake) GPU.
+LANDSCAPE_GPU = dataclasses.replace(LANDSCAPE, runner=lambda problem, device: lambda config: lambda: None)

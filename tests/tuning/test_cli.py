@@ -128,3 +128,28 @@ def test_the_command_lists_tune():
     from pytest_tesserabench.cli import build_parser
 
     assert "tune" in build_parser().format_help()
+
+
+def test_on_a_gpu_the_winner_is_timed_and_cached(tmp_path, monkeypatch, capsys):
+    """The command's GPU path, with a fake GPU: timers from fakes.FakeGpu, sm_80 as the live GPU."""
+    from fakes import FAST_BUDGET, FakeGpu, landscape_ms
+
+    from pytest_tesserabench.tuning import cli as tune_cli
+    from pytest_tesserabench.tuning import measure
+
+    gpu = FakeGpu(landscape_ms)
+    monkeypatch.setattr(tune_cli, "_live_gpu", lambda: ("sm_80", "Fake GPU"))
+    monkeypatch.setattr(measure, "gpu_timer_factory", lambda runner, device: gpu.timer)
+    monkeypatch.setattr(measure, "TUNING_BUDGET", FAST_BUDGET)
+    cache = tmp_path / "c.json"
+    args = ["tune", "tests/tuning/fakes.py:LANDSCAPE_GPU", "--no-prune", "--strategy", "random", "--budget", "50%"]
+    assert main([*args, "--arch", "sm_80", "--cache", str(cache)]) == 0
+    out = capsys.readouterr().out
+    assert "random search: timed 132 of 264 candidates (0 failed to run)" in out
+    assert "significantly" in out and f"cached in {cache} as 'landscape fp16 n=1024 sm_80 triton-" in out
+    (entry,) = TuningCache(cache).load().values()
+    assert entry["method"] == "measured" and entry["device"] == "Fake GPU" and entry["timed"] == 132
+    assert entry["config"] == min((t for t in gpu.launched), key=landscape_ms).to_json()
+    # Another target than the live GPU is only estimated, and says so; --no-prune cannot apply there.
+    assert main([*args, "--arch", "sm_90", "--cache", str(cache)]) == 2
+    assert "--no-prune needs a GPU of the target architecture" in capsys.readouterr().err

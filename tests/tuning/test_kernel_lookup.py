@@ -124,3 +124,27 @@ def test_attention_runs_the_cached_config(cache):
     torch.testing.assert_close(out, attention.reference(q, k, v, causal=True), rtol=2e-2, atol=2e-2)
     (launch,) = launches
     assert launch.config is None and (launch.constexprs["BLOCK_M"], launch.constexprs["BLOCK_N"]) == (16, 16)
+
+
+def test_the_hopper_tma_kernel_runs_its_cached_config(cache):
+    if matmul.TensorDescriptor is None:
+        pytest.skip("this Triton has no host-side TMA descriptors")
+    config = {
+        "BLOCK_SIZE_M": 32,
+        "BLOCK_SIZE_N": 64,
+        "BLOCK_SIZE_K": 32,
+        "GROUP_SIZE_M": 8,
+        "EPILOGUE_SUBTILE": False,
+        "num_warps": 4,
+        "num_stages": 1,
+    }
+    cache.record(_entry(matmul.TUNABLE_TMA, {"M": 128, "N": 64, "K": 128}, "bf16", config))
+    a = torch.randn(70, 96).to(torch.bfloat16)
+    b = torch.randn(96, 48).to(torch.bfloat16)
+    c = torch.empty(70, 48, dtype=torch.bfloat16)
+    with capture_launches() as launches:
+        matmul._launch_tma_persistent(a, b, c, num_sms=3)  # what matmul() calls on a Hopper GPU
+    torch.testing.assert_close(c.float(), matmul.reference(a, b).float(), rtol=2e-2, atol=2e-2)
+    (launch,) = launches
+    assert launch.config is None
+    assert (launch.constexprs["BLOCK_SIZE_N"], launch.constexprs["EPILOGUE_SUBTILE"]) == (64, False)
