@@ -27,8 +27,9 @@ from kernels._common import (
     interpreting_at_trace_time,
     is_interpreting,
 )
+from pytest_tesserabench.tuning.lookup import tuned_config
 from pytest_tesserabench.tuning.space import ConfigSpace
-from pytest_tesserabench.tuning.tunable import Problem, Tunable, Work
+from pytest_tesserabench.tuning.tunable import Problem, Tunable, Work, dtype_name
 
 # See kernels/matmul.py: the 3.9 interpreter's bf16 tl.dot is wrong; widen operands there only.
 _widen_dot_operands = interpreting_at_trace_time()
@@ -420,9 +421,6 @@ TUNABLE = Tunable(
 
 def _tuned(B, H, S, D, causal, dtype, device):
     """The tuning cache's measured config for this problem on this GPU, or None (no GPU, no entry)."""
-    from pytest_tesserabench.tuning.lookup import tuned_config
-    from pytest_tesserabench.tuning.tunable import dtype_name
-
     shape = {"B": B, "H": H, "S": S, "D": D, "causal": int(causal)}
     return tuned_config(TUNABLE, shape, (dtype_name(dtype),), device)
 

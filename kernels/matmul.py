@@ -29,8 +29,9 @@ from kernels._common import (
     interpreting_at_trace_time,
     is_interpreting,
 )
+from pytest_tesserabench.tuning.lookup import tuned_config
 from pytest_tesserabench.tuning.space import ConfigSpace
-from pytest_tesserabench.tuning.tunable import Problem, Tunable, Work
+from pytest_tesserabench.tuning.tunable import Problem, Tunable, Work, dtype_name
 
 try:  # host-side TMA descriptors: Triton >= 3.4
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -672,17 +673,11 @@ TUNABLE_TMA = Tunable(
 
 
 def _tuned_tma(M, N, K, dtype, device):
-    from pytest_tesserabench.tuning.lookup import tuned_config
-    from pytest_tesserabench.tuning.tunable import dtype_name
-
     return tuned_config(TUNABLE_TMA, {"M": M, "N": N, "K": K}, (dtype_name(dtype),), device)
 
 
 def _tuned(M, N, K, dtype, device):
     """The tuning cache's measured config for this problem on this GPU, or None (no GPU, no entry)."""
-    from pytest_tesserabench.tuning.lookup import tuned_config
-    from pytest_tesserabench.tuning.tunable import dtype_name
-
     return tuned_config(TUNABLE, {"M": M, "N": N, "K": K}, (dtype_name(dtype),), device)
 
 

@@ -147,6 +147,9 @@ def main(argv: list[str], out=None, err=None) -> int:
         except UsageError as error:
             print(f"tesserabench tune: error: {error}", file=err)
             status = EXIT_USAGE
+        except (OSError, TimeoutError) as error:  # the cache file or its lock, after the checks
+            print(f"tesserabench tune: error: {error}", file=err)
+            status = EXIT_USAGE
     for warning in caught:
         if warning.category.__name__ == "TuningCacheWarning":
             print(f"tesserabench tune: warning: {warning.message}", file=err)
@@ -230,6 +233,11 @@ def _tune(args, out, err) -> int:
         )
     rules = PruneRules(spills=not args.allow_spills, min_occupancy=args.min_occupancy)
     cache = TuningCache(args.cache)
+    # Fail before minutes of compiling and timing, not after.
+    for path, what in ((cache.path, "--cache"), (Path(args.json) if args.json not in (None, "-") else None, "--json")):
+        problem = files.check_writable_file(path) if path is not None and (what == "--json" or measured_archs) else None
+        if problem:
+            raise UsageError(f"{what} {path} {problem}")
     measure_budget = (
         TUNING_BUDGET
         if args.max_time is None

@@ -3,8 +3,9 @@
     config = tuned_config(TUNABLE, {"M": M, "N": N, "K": K}, ("bf16",), device)
     if config is None: ... the kernel's own defaults (its @triton.autotune list) ...
 
-The cache file is read once per process (``reload()`` reads it again); answers are memoised per
-(kernel, sizes, dtypes, device), so a launch pays one dictionary lookup. Only measured entries
+The cache file (``$TESSERABENCH_TUNING_CACHE``, else ``./tuning_cache.json``) is found and read
+once per process (``reload()`` does both again); answers are memoised per (kernel, sizes, dtypes,
+architecture), so a launch pays a few dictionary lookups. Only measured entries
 are served: a static estimate never picks the config that runs. A device that is not a CUDA GPU
 (the CPU interpreter) has no architecture and gets None.
 """
@@ -12,12 +13,21 @@ are served: a static estimate never picks the config that runs. A device that is
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .cache import TuningCache, TuningCacheWarning, default_cache_path, entry_key, kernel_source_hash, triton_version
+from .cache import (
+    DEFAULT_CACHE_NAME,
+    ENV_CACHE,
+    TuningCache,
+    TuningCacheWarning,
+    entry_key,
+    kernel_source_hash,
+    triton_version,
+)
 from .space import Config
 from .tunable import Problem, Tunable
 
@@ -27,6 +37,7 @@ _entries_by_path: dict[Path, dict[str, dict]] = {}
 def reload() -> None:
     """Forget what was read: the next lookup reads the cache file again."""
     _entries_by_path.clear()
+    _default_path.cache_clear()
     _cached_lookup.cache_clear()
     _source_hash.cache_clear()
 
@@ -71,11 +82,19 @@ def tuned_config(
     arch = device_arch(device)
     if arch is None:
         return None
-    return _cached_lookup(tunable, tuple(shape.items()), tuple(dtypes), arch, path or default_cache_path())
+    where = str(path) if path is not None else _default_path()
+    return _cached_lookup(tunable, tuple(shape.items()), tuple(dtypes), arch, where)
+
+
+@functools.cache
+def _default_path() -> str:
+    """Resolved once per process (``reload()`` forgets it): reading os.environ and building a
+    Path on every launch would cost more than the lookup itself."""
+    return os.environ.get(ENV_CACHE) or DEFAULT_CACHE_NAME
 
 
 @functools.lru_cache(maxsize=4096)
-def _cached_lookup(tunable: Tunable, shape: tuple, dtypes: tuple, arch: str, path: Path) -> Config | None:
+def _cached_lookup(tunable: Tunable, shape: tuple, dtypes: tuple, arch: str, path: str) -> Config | None:
     entries = _entries(Path(path))
     if not entries:
         return None

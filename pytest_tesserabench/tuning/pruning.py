@@ -212,15 +212,52 @@ def _analyse_all(tunable, problem, configs, arch, cache, jobs):
             f"tunable {tunable.name} has no import reference, so worker processes cannot load it; "
             "load it with load_tunable('module:NAME') or use jobs=1"
         )
-    # spawn, not fork: the parent may hold CUDA or Triton state that a forked child must not share.
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = [
-            pool.submit(_analyse_in_worker, tunable.ref, config.to_json(), problem.to_json(), arch, cache)
-            for config in configs
-        ]
-        for future in futures:
-            yield future.result()
+    # Configs already in the analysis cache are read here (a millisecond each); only the ones to
+    # compile go to workers, which each pay Triton's import and start-up first.
+    results: list = [None] * len(configs)
+    to_compile = []
+    for index, config in enumerate(configs):
+        if cache is not None and _cached(tunable, problem, config, arch, cache):
+            results[index] = analyse_config(tunable, problem, config, arch, cache)
+        else:
+            to_compile.append(index)
+    if len(to_compile) > 1:
+        # spawn, not fork: the parent may hold CUDA or Triton state that a forked child must not share.
+        context = multiprocessing.get_context("spawn")
+        workers = min(jobs, len(to_compile))
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+            futures = {
+                index: pool.submit(
+                    _analyse_in_worker, tunable.ref, configs[index].to_json(), problem.to_json(), arch, cache
+                )
+                for index in to_compile
+            }
+            for index, future in futures.items():
+                results[index] = future.result()
+    else:
+        for index in to_compile:
+            results[index] = analyse_config(tunable, problem, configs[index], arch, cache)
+    yield from results
+
+
+def _cached(tunable, problem, config, arch, cache: Path) -> bool:
+    try:
+        launch = tunable.specialize(config, problem)
+    except Exception:  # noqa: BLE001 - analyse_config reports a config the kernel refuses
+        return False
+    return _launch_cached(launch, arch, cache)
+
+
+def _launch_cached(launch, arch: str, cache: Path) -> bool:
+    """Whether the analysis cache holds this launch's record for ``arch``."""
+    from pytest_tesserabench.inspect.analysis import ANALYSER_VERSION
+    from pytest_tesserabench.inspect.compile import cache_key
+
+    try:
+        key = cache_key(launch, arch, ANALYSER_VERSION)
+    except Exception:  # noqa: BLE001 - the analysis handles an unhashable kernel itself
+        return False
+    return (cache / key[:2] / key / "record.json").is_file()
 
 
 def _analyse_in_worker(ref: str, config: dict, problem: dict, arch: str, cache: Path | None):
@@ -234,21 +271,14 @@ def analyse_config(
 ) -> tuple[dict, float, str]:
     """(static record, seconds spent, where it came from: "cache", "compile" or "specialize",
     the last when the kernel refused the config before any compile)."""
-    from pytest_tesserabench.inspect.analysis import ANALYSER_VERSION, analyse_launches
-    from pytest_tesserabench.inspect.compile import cache_key
+    from pytest_tesserabench.inspect.analysis import analyse_launches
 
     start = time.perf_counter()
     try:
         launch = tunable.specialize(config, problem)
     except Exception as error:  # noqa: BLE001 - a config the kernel cannot take is a per-config result
         return {"error": f"{type(error).__name__}: {error}"}, time.perf_counter() - start, "specialize"
-    hit = False
-    if cache is not None:
-        try:
-            key = cache_key(launch, arch, ANALYSER_VERSION)
-            hit = (cache / key[:2] / key / "record.json").is_file()
-        except Exception:  # noqa: BLE001 - the analysis handles an unhashable kernel itself
-            hit = False
+    hit = cache is not None and _launch_cached(launch, arch, cache)
     (record,) = analyse_launches([launch], [arch], cache_dir=cache)
     return record, time.perf_counter() - start, "cache" if hit else "compile"
 

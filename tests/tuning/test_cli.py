@@ -153,3 +153,12 @@ def test_on_a_gpu_the_winner_is_timed_and_cached(tmp_path, monkeypatch, capsys):
     # Another target than the live GPU is only estimated, and says so; --no-prune cannot apply there.
     assert main([*args, "--arch", "sm_90", "--cache", str(cache)]) == 2
     assert "--no-prune needs a GPU of the target architecture" in capsys.readouterr().err
+
+
+def test_an_unwritable_json_path_is_refused_before_any_work(tmp_path, capsys):
+    folder = tmp_path / "results"
+    folder.mkdir()
+    assert main(["tune", f"{KERNELS}:ROWMAX", "--json", str(folder)]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"tesserabench tune: error: --json {folder} is a directory; give a file path like results.json"
+    )
