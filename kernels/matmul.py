@@ -536,7 +536,8 @@ def tuning_space(problem: Problem) -> ConfigSpace:
 
 
 def _tuning_specialize(config, problem: Problem):
-    """What Triton compiles for ``config`` on row-major operands, from stand-in tensors."""
+    """What Triton compiles for ``config`` on row-major operands, from stand-in tensors (the
+    unused scale pointers as None: without HAS_SCALES the kernel never reads them)."""
     import torch
 
     from pytest_tesserabench.inspect import specialize

@@ -15,6 +15,7 @@ The registration (done by the top-level `cli.py`): `main(argv)` gets every argum
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import warnings
@@ -189,7 +190,7 @@ def _live_gpu():
 
 
 def _tune(args, out, err) -> int:
-    from pytest_tesserabench import files, sampling
+    from pytest_tesserabench import files
     from pytest_tesserabench.inspect.archs import default_archs, parse_archs
 
     from .cache import TuningCache
@@ -234,19 +235,15 @@ def _tune(args, out, err) -> int:
     rules = PruneRules(spills=not args.allow_spills, min_occupancy=args.min_occupancy)
     cache = TuningCache(args.cache)
     # Fail before minutes of compiling and timing, not after.
-    for path, what in ((cache.path, "--cache"), (Path(args.json) if args.json not in (None, "-") else None, "--json")):
-        problem = files.check_writable_file(path) if path is not None and (what == "--json" or measured_archs) else None
+    outputs = [("--json", Path(args.json))] if args.json not in (None, "-") else []
+    if measured_archs:
+        outputs.append(("--cache", cache.path))
+    for option, path in outputs:
+        problem = files.check_writable_file(path)
         if problem:
-            raise UsageError(f"{what} {path} {problem}")
+            raise UsageError(f"{option} {path} {problem}")
     measure_budget = (
-        TUNING_BUDGET
-        if args.max_time is None
-        else sampling.Budget(
-            max_time=args.max_time,
-            min_rounds=TUNING_BUDGET.min_rounds,
-            warmup=TUNING_BUDGET.warmup,
-            target_ci=TUNING_BUDGET.target_ci,
-        )
+        TUNING_BUDGET if args.max_time is None else dataclasses.replace(TUNING_BUDGET, max_time=args.max_time)
     )
     results, status = [], EXIT_OK
     for problem in problems:
