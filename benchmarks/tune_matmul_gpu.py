@@ -44,11 +44,13 @@ def _setup(args):
 
     from kernels import matmul
     from pytest_tesserabench.inspect.archs import arch_from_capability
+    from pytest_tesserabench.tuning.tunable import load_tunable
     from pytest_tesserabench.tuning.tuner import arch_context
 
     arch = arch_from_capability(*torch.cuda.get_device_capability())
     hopper = arch == "sm_90" and matmul.TensorDescriptor is not None
-    tunable = matmul.TUNABLE_TMA if hopper else matmul.TUNABLE
+    # By reference, so static pruning's worker processes can import it.
+    tunable = load_tunable("kernels.matmul:TUNABLE_TMA" if hopper else "kernels.matmul:TUNABLE")
     problem = tunable.problem({"M": args.M, "N": args.N, "K": args.K}, (args.dtype,))
     legal = tunable.space(problem).enumerate({**problem.context(), **arch_context(arch)}).legal
     return tunable, problem, arch, legal, torch.device("cuda")
@@ -128,7 +130,7 @@ def phase_triton(args) -> dict:
     from kernels import matmul
 
     tunable, problem, arch, legal, device = _setup(args)
-    tma = tunable is matmul.TUNABLE_TMA
+    tma = tunable.name == "matmul_tma"
     hook = matmul._tma_set_block_shapes if tma else None
     configs = [
         triton.Config(c.kernel_kwargs, num_warps=c["num_warps"], num_stages=c["num_stages"], pre_hook=hook)
