@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import os
 import sys
 import warnings
 from pathlib import Path
@@ -177,16 +176,6 @@ def _no_default(tunable):
     raise UsageError(f"{tunable.name} declares no default problem; give one with --shape")
 
 
-def _interpret_without_gpu() -> None:
-    """Without a GPU driver, kernels are imported as the plugin imports them (``TRITON_INTERPRET=1``,
-    unless the user chose), so pruning shares the analysis cache with ``pytest --bench``: the
-    static analysis of an interpreted kernel compiles its JIT twin, whose cache key differs."""
-    from pytest_tesserabench import interpret
-
-    if interpret.wanted("auto"):
-        os.environ[interpret.ENV] = "1"
-
-
 def _live_gpu():
     """(arch, device name) of the GPU this process can time on, or None."""
     try:
@@ -214,7 +203,6 @@ def _tune(args, out, err) -> int:
 
     if not args.tunable:
         raise UsageError("name the tunable (e.g. tesserabench tune kernels.matmul:TUNABLE) or pass --show")
-    _interpret_without_gpu()
     if args.max_time is not None and not args.max_time > 0:
         raise UsageError(f"--max-time {args.max_time}: must be a positive number of seconds")
     try:

@@ -1,7 +1,6 @@
 """`tesserabench tune`: static runs without a GPU, --show, and one clear line for bad input."""
 
 import json
-import os
 
 import pytest
 from tuning_kernels import ROWMAX
@@ -163,16 +162,3 @@ def test_an_unwritable_json_path_is_refused_before_any_work(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         f"tesserabench tune: error: --json {folder} is a directory; give a file path like results.json"
     )
-
-
-def test_without_a_gpu_kernels_are_imported_as_the_plugin_imports_them(monkeypatch):
-    from pytest_tesserabench import machine
-    from pytest_tesserabench.tuning.cli import _interpret_without_gpu
-
-    monkeypatch.setattr(machine, "gpu_plausibly_present", lambda: False)
-    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    _interpret_without_gpu()
-    assert os.environ["TRITON_INTERPRET"] == "1"
-    monkeypatch.setenv("TRITON_INTERPRET", "0")  # the user's choice wins
-    _interpret_without_gpu()
-    assert os.environ["TRITON_INTERPRET"] == "0"
