@@ -27,6 +27,9 @@ from kernels._common import (
     interpreting_at_trace_time,
     is_interpreting,
 )
+from pytest_tesserabench.tuning.lookup import tuned_config
+from pytest_tesserabench.tuning.space import ConfigSpace
+from pytest_tesserabench.tuning.tunable import Problem, Tunable, Work, dtype_name
 
 # See kernels/matmul.py: the 3.9 interpreter's bf16 tl.dot is wrong; widen operands there only.
 _widen_dot_operands = interpreting_at_trace_time()
@@ -314,8 +317,21 @@ def attention(q, k, v, *, causal: bool = False, sm_scale: float | None = None):
     o = torch.empty_like(q, memory_format=torch.contiguous_format)
     if B * H * S == 0:
         return o
+    _launch(q, k, v, o, sm_scale, bool(causal))
+    return o
+
+
+def _launch(q, k, v, o, sm_scale, causal, *, config=None) -> None:
+    """The kernel with ``config`` (a tuning ``Config``); by default the config the tuning cache
+    holds for this problem and GPU, else the autotuner over ``attention_configs()``."""
+    B, H, S, D = q.shape
+    if config is None:
+        config = _tuned(B, H, S, D, causal, q.dtype, q.device)
     grid = lambda meta: (triton.cdiv(S, meta["BLOCK_M"]), B * H)
-    _attn_fwd_kernel[grid](
+    # A config of our own goes to the @triton.jit function under the autotuner, untimed.
+    launch = _attn_fwd_kernel[grid] if config is None else _attn_fwd_kernel.fn[grid]
+    extra = {} if config is None else {**config.kernel_kwargs, **config.options}
+    launch(
         q,
         k,
         v,
@@ -328,9 +344,85 @@ def attention(q, k, v, *, causal: bool = False, sm_scale: float | None = None):
         *v.stride(),
         *o.stride(),
         HEAD_DIM=D,
-        CAUSAL=bool(causal),
+        CAUSAL=causal,
+        **extra,
     )
-    return o
+
+
+# --------------------------------------------------------------------------- tuning (tesserabench tune)
+
+
+def tuning_space(problem: Problem) -> ConfigSpace:
+    """The search space of ``tesserabench tune kernels.attention:TUNABLE``."""
+    return ConfigSpace(
+        params={"BLOCK_M": [64, 128], "BLOCK_N": [32, 64, 128], "num_warps": [4, 8], "num_stages": [1, 2, 3, 4]},
+        constraints=[
+            "BLOCK_M % BLOCK_N == 0",  # the causal diagonal is walked in whole key blocks
+            "BLOCK_M <= 2 * max(S, 32)",  # query tiles far longer than the sequence only waste work
+        ],
+    )
+
+
+def _tuning_specialize(config, problem: Problem):
+    """What Triton compiles for ``config`` on contiguous [B, H, S, D] inputs, from stand-ins."""
+    import torch
+
+    from pytest_tesserabench.inspect import specialize
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    B, H, S, D, causal = (problem.shape[n] for n in ("B", "H", "S", "D", "causal"))
+    x = torch.empty(16, dtype=torch_dtype(problem.dtypes[0]))  # only dtype and alignment matter
+    strides = (H * S * D, S * D, D, 1) * 4
+    return specialize(
+        _attn_fwd_kernel,
+        (x, x, x, x, 1.0 / math.sqrt(D), H, S, *strides),
+        {"HEAD_DIM": D, "CAUSAL": bool(causal), **config.kernel_kwargs, **config.options},
+    )
+
+
+def _tuning_work(config, problem: Problem) -> Work:
+    B, H, S, D, causal = (problem.shape[n] for n in ("B", "H", "S", "D", "causal"))
+    bm = config["BLOCK_M"]
+    keys = S / 2 if causal else S  # a causal query block sees half the keys on average
+    return Work(
+        programs=triton.cdiv(S, bm) * B * H,
+        flops_per_program=4.0 * bm * keys * D,
+        bytes_per_program=float((2 * bm * D + 2 * keys * D) * problem.itemsize),
+        precision=problem.dtypes[0],
+    )
+
+
+def _tuning_runner(problem: Problem, device):
+    """Inputs allocated once; ``config -> call`` launching the kernel with it."""
+    import torch
+
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    B, H, S, D, causal = (problem.shape[n] for n in ("B", "H", "S", "D", "causal"))
+    dtype = torch_dtype(problem.dtypes[0])
+    q, k, v = (torch.randn(B, H, S, D, device=device).to(dtype) for _ in range(3))
+    o = torch.empty_like(q)
+    scale = 1.0 / math.sqrt(D)
+    return lambda config: lambda: _launch(q, k, v, o, scale, bool(causal), config=config)
+
+
+TUNABLE = Tunable(
+    name="attention",
+    shape_names=("B", "H", "S", "D", "causal"),
+    dtypes=("fp16", "bf16"),
+    kernel=lambda: _attn_fwd_kernel,
+    space=tuning_space,
+    specialize=_tuning_specialize,
+    work=_tuning_work,
+    runner=_tuning_runner,
+    default_problems=(Problem({"B": 4, "H": 32, "S": 4096, "D": 128, "causal": 1}, ("bf16",)),),
+)
+
+
+def _tuned(B, H, S, D, causal, dtype, device):
+    """The tuning cache's measured config for this problem on this GPU, or None (no GPU, no entry)."""
+    shape = {"B": B, "H": H, "S": S, "D": D, "causal": int(causal)}
+    return tuned_config(TUNABLE, shape, (dtype_name(dtype),), device)
 
 
 def reference(q, k, v, *, causal: bool = False, sm_scale: float | None = None, rows=None):
@@ -377,4 +469,14 @@ CORRECTNESS_SHAPES = [
     (1, 1, 200, 128, True),
 ]
 
-__all__ = ["attention", "reference", "flops", "bytes", "attention_configs", "CORRECTNESS_SHAPES", "HEAD_DIMS"]
+__all__ = [
+    "attention",
+    "reference",
+    "flops",
+    "bytes",
+    "attention_configs",
+    "tuning_space",
+    "TUNABLE",
+    "CORRECTNESS_SHAPES",
+    "HEAD_DIMS",
+]

@@ -29,6 +29,9 @@ from kernels._common import (
     interpreting_at_trace_time,
     is_interpreting,
 )
+from pytest_tesserabench.tuning.lookup import tuned_config
+from pytest_tesserabench.tuning.space import ConfigSpace
+from pytest_tesserabench.tuning.tunable import Problem, Tunable, Work, dtype_name
 
 try:  # host-side TMA descriptors: Triton >= 3.4
     from triton.tools.tensor_descriptor import TensorDescriptor
@@ -379,15 +382,22 @@ def _num_sms(device) -> int:
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
-def _launch_pointer(a, b, c, scale_a=None, scale_b=None) -> None:
+def _launch_pointer(a, b, c, scale_a=None, scale_b=None, *, config=None) -> None:
+    """The pointer kernel with ``config`` (a tuning ``Config``); by default the config the tuning
+    cache holds for this problem and GPU, else the autotuner over ``matmul_configs()``."""
     import torch
 
     M, K = a.shape
     N = b.shape[1]
     allow_tf32 = a.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32
     has_scales = scale_a is not None
+    if config is None and not has_scales and a.dtype in (torch.float16, torch.bfloat16):
+        config = _tuned(M, N, K, a.dtype, a.device)
     grid = lambda meta: (triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"]),)
-    _matmul_kernel[grid](
+    # A config of our own goes to the @triton.jit function under the autotuner, untimed.
+    launch = _matmul_kernel[grid] if config is None else _matmul_kernel.fn[grid]
+    extra = {} if config is None else {**config.kernel_kwargs, **config.options}
+    launch(
         a,
         b,
         c,
@@ -404,11 +414,14 @@ def _launch_pointer(a, b, c, scale_a=None, scale_b=None) -> None:
         c.stride(1),
         HAS_SCALES=has_scales,
         ALLOW_TF32=allow_tf32,
+        **extra,
     )
 
 
-def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int | None = None) -> None:
-    """Hopper persistent TMA matmul. ``num_sms`` defaults to the device's SM count."""
+def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int | None = None, config=None) -> None:
+    """Hopper persistent TMA matmul. ``num_sms`` defaults to the device's SM count. ``config`` (a
+    tuning ``Config``); by default the tuning cache's config for this problem and GPU, else the
+    autotuner over ``tma_persistent_configs()``."""
     if TensorDescriptor is None:
         raise RuntimeError("this Triton has no triton.tools.tensor_descriptor; use the pointer path")
     M, K = a.shape
@@ -416,25 +429,22 @@ def _launch_tma_persistent(a, b, c, scale_a=None, scale_b=None, *, num_sms: int 
     if num_sms is None:
         num_sms = _num_sms(a.device)
     b_k_major = _b_is_k_major(b)
-    # Block shapes are placeholders; the autotune pre-hook sets the real ones per config.
+    has_scales = scale_a is not None
+    if config is None and not has_scales:
+        config = _tuned_tma(M, N, K, a.dtype, a.device)
     a_desc = TensorDescriptor.from_tensor(a, [16, 16])
     b_desc = TensorDescriptor.from_tensor(b.t() if b_k_major else b, [16, 16])
     c_desc = TensorDescriptor.from_tensor(c, [16, 16])
-    has_scales = scale_a is not None
     grid = lambda meta: (min(num_sms, triton.cdiv(M, meta["BLOCK_SIZE_M"]) * triton.cdiv(N, meta["BLOCK_SIZE_N"])),)
-    _matmul_kernel_tma_persistent[grid](
-        a_desc,
-        b_desc,
-        c_desc,
-        scale_a if has_scales else c,
-        scale_b if has_scales else c,
-        M,
-        N,
-        K,
-        HAS_SCALES=has_scales,
-        B_K_MAJOR=b_k_major,
-        NUM_SMS=num_sms,
-    )
+    args = dict(HAS_SCALES=has_scales, B_K_MAJOR=b_k_major, NUM_SMS=num_sms)
+    if config is None:  # block shapes are placeholders; the autotune pre-hook sets them per config
+        launch = _matmul_kernel_tma_persistent[grid]
+    else:  # a config of our own: set the block shapes here, launch the @triton.jit function untimed
+        args.update(config.kernel_kwargs)
+        _tma_set_block_shapes({"a_desc": a_desc, "b_desc": b_desc, "c_desc": c_desc, **args})
+        args.update(config.options)
+        launch = _matmul_kernel_tma_persistent.fn[grid]
+    launch(a_desc, b_desc, c_desc, scale_a if has_scales else c, scale_b if has_scales else c, M, N, K, **args)
 
 
 def matmul(a, b, *, out_dtype=None):
@@ -497,6 +507,181 @@ def matmul_fp8(a, b, scale_a, scale_b, *, out_dtype=None):
     return c
 
 
+# --------------------------------------------------------------------------- tuning (tesserabench tune)
+
+
+def tuning_space(problem: Problem) -> ConfigSpace:
+    """The pointer kernel's search space (``TUNABLE``; on Hopper matmul() runs ``TUNABLE_TMA``):
+    wider than ``matmul_configs()``, which autotune times on every new shape;
+    ``tesserabench tune kernels.matmul:TUNABLE`` prunes it statically."""
+    return ConfigSpace(
+        params={
+            "BLOCK_SIZE_M": [64, 128, 256],
+            "BLOCK_SIZE_N": [64, 128, 256],
+            "BLOCK_SIZE_K": [32, 64, 128],
+            "GROUP_SIZE_M": [8],
+            "num_warps": [4, 8],
+            "num_stages": [2, 3, 4, 5],
+        },
+        constraints=[
+            # At most 128 fp32 accumulators per thread: twice that cannot fit 255 registers.
+            "BLOCK_SIZE_M * BLOCK_SIZE_N <= 128 * 32 * num_warps",
+            # The operand ring alone (num_stages - 1 buffers of A and B tiles) must fit; the
+            # compiled figure, epilogue included, is checked by static pruning.
+            "(num_stages - 1) * (BLOCK_SIZE_M + BLOCK_SIZE_N) * BLOCK_SIZE_K * itemsize <= shared_per_block",
+            # Tiles far larger than the problem only waste work (as _prune_configs).
+            "BLOCK_SIZE_M <= 2 * max(M, 16) and BLOCK_SIZE_N <= 2 * max(N, 16) and BLOCK_SIZE_K <= 2 * max(K, 16)",
+        ],
+    )
+
+
+def _tuning_specialize(config, problem: Problem):
+    """What Triton compiles for ``config`` on row-major operands, from stand-in tensors (the
+    unused scale pointers as None: without HAS_SCALES the kernel never reads them)."""
+    import torch
+
+    from pytest_tesserabench.inspect import specialize
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    x = torch.empty(16, 16, dtype=torch_dtype(problem.dtypes[0]))  # only dtype and alignment matter
+    return specialize(
+        _matmul_kernel,
+        (x, x, x, None, None, M, N, K, K, 1, N, 1, N, 1),
+        {"HAS_SCALES": False, "ALLOW_TF32": False, **config.kernel_kwargs, **config.options},
+    )
+
+
+def _tuning_work(config, problem: Problem) -> Work:
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    bm, bn = config["BLOCK_SIZE_M"], config["BLOCK_SIZE_N"]
+    itemsize = problem.itemsize
+    return Work(
+        programs=triton.cdiv(M, bm) * triton.cdiv(N, bn),
+        flops_per_program=2.0 * bm * bn * K,
+        bytes_per_program=float((bm + bn) * K * itemsize + bm * bn * itemsize),
+        precision=problem.dtypes[0],
+    )
+
+
+def _tuning_runner(problem: Problem, device):
+    """Inputs allocated once; ``config -> call`` launching the pointer kernel with it."""
+    import torch
+
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    dtype = torch_dtype(problem.dtypes[0])
+    a = torch.randn(M, K, device=device).to(dtype)
+    b = torch.randn(K, N, device=device).to(dtype)
+    c = torch.empty(M, N, device=device, dtype=dtype)
+    return lambda config: lambda: _launch_pointer(a, b, c, config=config)
+
+
+TUNABLE = Tunable(
+    name="matmul",
+    shape_names=("M", "N", "K"),
+    dtypes=("fp16", "bf16"),
+    kernel=lambda: _matmul_kernel,
+    space=tuning_space,
+    specialize=_tuning_specialize,
+    work=_tuning_work,
+    runner=_tuning_runner,
+    default_problems=(Problem({"M": 4096, "N": 4096, "K": 4096}, ("bf16",)),),
+)
+
+
+def tma_tuning_space(problem: Problem) -> ConfigSpace:
+    """The Hopper TMA persistent kernel's search space (sm_90 only: TMA needs Hopper)."""
+    return ConfigSpace(
+        params={
+            "BLOCK_SIZE_M": [64, 128],
+            "BLOCK_SIZE_N": [64, 128, 256],
+            "BLOCK_SIZE_K": [64, 128],
+            "GROUP_SIZE_M": [8],
+            "EPILOGUE_SUBTILE": [False, True],
+            "num_warps": [4, 8],
+            "num_stages": [2, 3, 4, 5],
+        },
+        constraints=[
+            "capability == 90",  # TMA descriptors and wgmma: Hopper
+            "BLOCK_SIZE_M * BLOCK_SIZE_N <= 128 * 32 * num_warps",  # see tuning_space
+            # num_stages buffers of A and B tiles (the Hopper pipeline keeps all of them).
+            "num_stages * (BLOCK_SIZE_M + BLOCK_SIZE_N) * BLOCK_SIZE_K * itemsize <= shared_per_block",
+            "BLOCK_SIZE_M <= 2 * max(M, 64) and BLOCK_SIZE_N <= 2 * max(N, 64)",
+        ],
+    )
+
+
+# SMs of the GPU the TMA kernel is compiled for when no GPU is present (H100 SXM); NUM_SMS is a
+# constexpr, so the live GPU's count gives its own binary, alike but for that constant.
+_REFERENCE_SMS = 132
+
+
+def _tma_tuning_specialize(config, problem: Problem):
+    import torch
+
+    from pytest_tesserabench.inspect import specialize
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    bm, bn, bk = (config[k] for k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"))
+    x = torch.empty(16, dtype=torch_dtype(problem.dtypes[0]))  # only dtype and alignment matter
+
+    def descriptor(shape, block):
+        return TensorDescriptor(x, shape, [shape[1], 1], block)
+
+    c_block = [bm, bn // 2] if config["EPILOGUE_SUBTILE"] else [bm, bn]
+    descriptors = (descriptor([M, K], [bm, bk]), descriptor([K, N], [bk, bn]), descriptor([M, N], c_block))
+    return specialize(
+        _matmul_kernel_tma_persistent,
+        (*descriptors, None, None, M, N, K),
+        {
+            "HAS_SCALES": False,
+            "B_K_MAJOR": False,
+            "NUM_SMS": _REFERENCE_SMS,
+            **config.kernel_kwargs,
+            **config.options,
+        },
+    )
+
+
+def _tma_tuning_runner(problem: Problem, device):
+    import torch
+
+    from pytest_tesserabench.tuning.tunable import torch_dtype
+
+    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+    dtype = torch_dtype(problem.dtypes[0])
+    a = torch.randn(M, K, device=device).to(dtype)
+    b = torch.randn(K, N, device=device).to(dtype)
+    c = torch.empty(M, N, device=device, dtype=dtype)
+    return lambda config: lambda: _launch_tma_persistent(a, b, c, config=config)
+
+
+#: What matmul() runs on Hopper for fp16/bf16 with 16-byte aligned rows.
+TUNABLE_TMA = Tunable(
+    name="matmul_tma",
+    shape_names=("M", "N", "K"),
+    dtypes=("fp16", "bf16"),
+    kernel=lambda: _matmul_kernel_tma_persistent,
+    space=tma_tuning_space,
+    specialize=_tma_tuning_specialize,
+    work=_tuning_work,
+    runner=_tma_tuning_runner,
+    default_problems=(Problem({"M": 4096, "N": 4096, "K": 4096}, ("bf16",)),),
+)
+
+
+def _tuned_tma(M, N, K, dtype, device):
+    return tuned_config(TUNABLE_TMA, {"M": M, "N": N, "K": K}, (dtype_name(dtype),), device)
+
+
+def _tuned(M, N, K, dtype, device):
+    """The tuning cache's measured config for this problem on this GPU, or None (no GPU, no entry)."""
+    return tuned_config(TUNABLE, {"M": M, "N": N, "K": K}, (dtype_name(dtype),), device)
+
+
 # --------------------------------------------------------------------------- references, models
 
 
@@ -553,6 +738,10 @@ __all__ = [
     "bytes",
     "matmul_configs",
     "tma_persistent_configs",
+    "tuning_space",
+    "tma_tuning_space",
+    "TUNABLE",
+    "TUNABLE_TMA",
     "CORRECTNESS_SHAPES",
     "LLM_SHAPES",
 ]

@@ -1,4 +1,4 @@
-"""The ``tesserabench`` command: compare runs, report them as HTML, show baselines, inspect kernels.
+"""The ``tesserabench`` command: compare runs, report them as HTML, show baselines, inspect and tune kernels.
 
 Exit status (for CI scripts): 0 fine, 1 a benchmark regressed, 2 usage or file error.
 """
@@ -37,7 +37,7 @@ _name = _argparse_type(parse_name, "baseline name")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tesserabench", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,report,show,scaling,inspect}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,report,show,scaling,inspect,tune}")
 
     from pytest_tesserabench.report.commands import add_gate_arguments
 
@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "inspect", help="static analysis of Triton kernels (see `tesserabench inspect -h`)", add_help=False
     )  # main() hands every argument after it to the inspect parser
+    sub.add_parser(
+        "tune", help="tune a kernel's configs, or list the tuning cache (see `tesserabench tune -h`)", add_help=False
+    )  # main() hands every argument after it to pytest_tesserabench.tuning.cli
     return parser
 
 
@@ -191,6 +194,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out, err = sys.stdout, sys.stderr
     if argv and argv[0] == "inspect":
         return _inspect(argv[1:], out, err)
+    if argv and argv[0] == "tune":
+        from pytest_tesserabench.tuning.cli import main as tune_main
+
+        return tune_main(argv[1:], out, err)
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
