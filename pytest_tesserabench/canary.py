@@ -13,6 +13,7 @@ import time
 
 CANARY_SIZE = 250_000  # float64 values sorted per sample (2 MB; a few ms each)
 CANARY_SAMPLES = 20
+LOCAL_SAMPLES = 5  # before each benchmark of a compared run: the machine's speed at that moment
 _SEED = 20261121
 
 

@@ -47,7 +47,8 @@ class RunContext:
         import math
         import statistics
 
-        return math.log(statistics.median(self.canary_ms)) if self.canary_ms else None
+        positive = [c for c in self.canary_ms if c > 0]
+        return math.log(statistics.median(positive)) if positive else None
 
     def document(self, records: dict[str, BenchRecord], *, with_commit: bool = True) -> RunDocument:
         """The run as a document, from values: the records given, this run's description."""

@@ -91,6 +91,18 @@ class Instruments:
             ranks.gather()
             yield
 
+    def local_canary(self) -> float | None:
+        """The canary's median (ms) over a few samples, taken right before a measurement when the
+        run is compared (history or A/B): how fast the machine is at this moment. None otherwise."""
+        settings = self.settings
+        if not (settings.compare or settings.ab) or settings.ab_serve:
+            return None
+        import statistics
+
+        from pytest_tesserabench import canary
+
+        return statistics.median(canary.measure_canary(samples=canary.LOCAL_SAMPLES))
+
     # -- kernels -------------------------------------------------------------------------------
     @contextlib.contextmanager
     def capture_kernels(self):

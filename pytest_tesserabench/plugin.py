@@ -385,7 +385,7 @@ class SessionHooks:
         except DocumentError as exc:
             fixture.records.clear()  # nothing of this test is recorded; every other test's is
             pytest.fail(f"{exc}; store numbers, strings, lists or dicts of them", pytrace=False)
-        verdicts = self.state.judge(records, fixture.threshold)
+        verdicts = self._settle(fixture, records, self.state.judge(records, fixture.threshold))
         failures = []
         for record in records:
             verdict = verdicts.get(record.id)
@@ -405,6 +405,31 @@ class SessionHooks:
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
+
+    def _settle(self, fixture, records, verdicts):
+        """History mode: an INCONCLUSIVE benchmark is measured more, a chunk at a time, until its
+        verdict is decided or --bench-settle-time is spent (A/B settles inside its pairs)."""
+        from dataclasses import replace
+
+        settle_time = self.state.settings.settle_time
+        if self.state.comparison is None or settle_time <= 0:
+            return verdicts
+        chunk = max(settle_time / 4, 0.05)
+        for record in records:
+            spent = 0.0
+            while verdicts.get(record.id) is not None and verdicts[record.id].status == "INCONCLUSIVE":
+                if spent >= settle_time or not fixture.settle(record, chunk):
+                    break
+                spent += chunk
+                verdicts.update(self.state.judge([record], fixture.threshold))
+            if spent:
+                record.sampling = replace(record.sampling, settle_s=spent)
+                verdict = verdicts[record.id]
+                outcome = "decided" if verdict.status != "INCONCLUSIVE" else "still undecided"
+                verdicts[record.id] = replace(
+                    verdict, notes=(*verdict.notes, f"settled: {spent:.1f} s more, {outcome}")
+                )
+        return verdicts
 
     def _end_test_on_both_sides(self, item: pytest.Item) -> None:
         """The reference finished the test too: its records join ours; its calls we never made

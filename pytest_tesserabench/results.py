@@ -240,6 +240,7 @@ class Sampling:
     samples_per_round: int = 1
     stop: str = ""
     elapsed_s: float = 0.0
+    settle_s: float = 0.0  # extra measuring an INCONCLUSIVE verdict took to settle
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -253,6 +254,7 @@ class Sampling:
             samples_per_round=_count(data.get("samples_per_round", 1), f"{where}.samples_per_round"),
             stop=_text(data.get("stop", ""), f"{where}.stop"),
             elapsed_s=_number(data.get("elapsed_s", 0.0), f"{where}.elapsed_s", nullable=False, low=0.0, high=1e9),
+            settle_s=_number(data.get("settle_s", 0.0), f"{where}.settle_s", nullable=False, low=0.0, high=1e9),
         )
 
 
@@ -410,6 +412,7 @@ class BenchRecord:
     trace: str | None = None
     ncu: dict | None = None
     ab: dict | None = None  # --bench-ab: the reference side and the pairs (see ab/lead.py)
+    canary_ms: float | None = None  # the canary right before this measurement (compared runs)
     distributed: dict | None = None  # ranks that measured it; a collective's algbw/busbw (fixture.py)
     extra_info: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
@@ -458,7 +461,7 @@ class BenchRecord:
             "outcome": self.outcome,
             "verdict": self.verdict.to_json() if self.verdict else None,
         }
-        for key in ("trace", "ncu", "ab", "distributed"):
+        for key in ("trace", "ncu", "ab", "distributed", "canary_ms"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if samples:
@@ -515,6 +518,7 @@ class BenchRecord:
             trace=_text(data.get("trace"), f"{where}.trace", nullable=True),
             ncu=_json_object(data.get("ncu"), f"{where}.ncu", nullable=True),
             ab=_ab(data.get("ab"), f"{where}.ab"),
+            canary_ms=_number(data.get("canary_ms"), f"{where}.canary_ms", low=0.0, high=MAX_TIME_MS),
             distributed=_distributed(data.get("distributed"), f"{where}.distributed"),
             extra_info=_json_object(data.get("extra_info", {}), f"{where}.extra_info"),
             verdict=Verdict.from_json(record_id, verdict, f"{where}.verdict") if verdict is not None else None,

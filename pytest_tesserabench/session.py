@@ -82,6 +82,7 @@ class BenchSession:
             verdicts = self.comparison.judge(
                 candidate, {r.id: threshold for r in records}, self.measured, self.context.log_canary()
             )
+        verdicts = self._machine_moved(records, verdicts, threshold)
         for record in records:
             reason = self.instruments.impossible(
                 timer=record.timer,
@@ -102,6 +103,63 @@ class BenchSession:
 
         centres = {i: c for i, c in ((i, log_centre(r)) for i, r in self.records.items()) if c is not None}
         return self.comparison.suite_shift(centres, self.context.log_canary())
+
+    def machine_drift(self, record: BenchRecord) -> float | None:
+        """How much slower (log) the machine was right before ``record`` than at the start of the
+        run, by the canary; None without both canaries."""
+        import math
+        import statistics
+
+        start = self.context.canary_ms[: self._start_samples()]
+        if not record.canary_ms or not start or statistics.median(start) <= 0:
+            return None  # (a clock the test patched reads zero: no canary then)
+        return math.log(record.canary_ms / statistics.median(start))
+
+    def _start_samples(self) -> int:
+        from pytest_tesserabench import canary
+
+        return canary.CANARY_SAMPLES
+
+    def drift_allowance(self, threshold: float) -> float:
+        """Machine drift (log) beyond what the canary's own noise explains: half the threshold, or
+        four standard errors of a few canary samples, whichever is larger."""
+        import math
+
+        import numpy as np
+
+        start = np.log(np.asarray(self.context.canary_ms[: self._start_samples()] or [1.0]))
+        noise = float(np.std(start, ddof=1)) if start.size > 1 else 0.0
+        from pytest_tesserabench import canary
+
+        return max(math.log1p(threshold) / 2, 4 * noise / math.sqrt(canary.LOCAL_SAMPLES))
+
+    def _machine_moved(self, records, verdicts: dict[str, Verdict], threshold: float) -> dict[str, Verdict]:
+        """Never a REGRESSED of a benchmark the machine itself explains: when the canary right
+        before it was slower than at the start by more than its noise allows, and the slowdown
+        less that drift is below the threshold, the verdict is INCONCLUSIVE and says why."""
+        import math
+        from dataclasses import replace
+
+        allowance = self.drift_allowance(threshold)
+        for record in records:
+            verdict = verdicts.get(record.id)
+            drift = self.machine_drift(record)
+            if verdict is None or drift is None or abs(drift) <= allowance or record.ab is not None:
+                continue  # (A/B pairs cancel what the machine does)
+            note = f"the machine was {math.expm1(drift) * 100:+.0f}% slower than at the start of the run (canary)"
+            if verdict.status == "REGRESSED" and not verdict.reasons and verdict.ratio is not None:
+                explained = verdict.ratio / math.exp(drift)
+                if explained < 1 + (verdict.threshold or threshold):
+                    verdicts[record.id] = replace(
+                        verdict,
+                        status="INCONCLUSIVE",
+                        severity=None,
+                        notes=(*verdict.notes, note + ": not a regression of its own"),
+                        hint_text="re-run on a quieter machine: the machine's speed changed during the run",
+                    )
+                    continue
+            verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
+        return verdicts
 
     def all_verdicts(self) -> dict[str, Verdict]:
         """Every verdict of the session (controller): those given per test, plus MISSING ones."""
