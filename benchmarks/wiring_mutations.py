@@ -118,8 +118,8 @@ MUTATIONS = (
     Mutation(
         "extra_info checked per test",
         PLUGIN,
-        "                record.check_json()\n",
-        "                pass\n",
+        "        problem = fixture.json_problem()",
+        "        problem = None",
         ("tests/plugin/test_bad_input_plugin.py",),
     ),
     Mutation(

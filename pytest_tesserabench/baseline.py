@@ -54,11 +54,6 @@ def machine_files(root: Path, name: str) -> list[Path]:
     return sorted(folder.glob("*.json")) if folder.is_dir() else []
 
 
-def _lock_path(path: Path) -> Path:
-    # Hidden and next to the file: the lock must live on the same file system as the data.
-    return path.with_name(f".{path.name}.lock")
-
-
 @dataclass
 class Baseline:
     name: str
@@ -105,7 +100,8 @@ def _parse_baseline(path: Path, data: Any, machine_key: str | None) -> Baseline:
     if not isinstance(runs, list):
         raise BaselineError(f"{path}: 'runs' is not a list; restore the file from version control")
     try:
-        parsed = [RunDocument.from_json(run, f"run {i}") for i, run in enumerate(runs)]
+        # Numbered from 1, as `tesserabench show` numbers them.
+        parsed = [RunDocument.from_json(run, f"run {i}") for i, run in enumerate(runs, 1)]
     except DocumentError as exc:
         raise BaselineError(
             f"{path}: {exc}; fix that value (or delete that run) by hand, or restore the file from version control"
@@ -128,7 +124,7 @@ def load_baseline(path: Path, *, machine_key: str | None) -> Baseline | None:
 def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, history: int = DEFAULT_HISTORY) -> Path:
     """Append ``run`` (without samples and verdicts) to baseline NAME for this machine, keeping
     the last ``history`` runs."""
-    from filelock import FileLock, Timeout
+    from filelock import Timeout
 
     path = baseline_path(root, name, machine_key)
     if not isinstance(history, int) or history < 1:
@@ -140,14 +136,14 @@ def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, histo
         raise BaselineError(f"{path}: the run to save is not plain JSON ({exc}); nothing was written") from exc
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(_lock_path(path)), timeout=LOCK_TIMEOUT_S):
+        with files.lock_for(path, timeout=LOCK_TIMEOUT_S):
             files.remove_stale_temporaries(path)
             existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
             runs = [*(existing.runs if existing else []), entry][-history:]
             files.write_json(path, Baseline(name, machine_key, runs).to_json())
     except Timeout:
         raise BaselineError(
-            f"{path}: another process has held its lock ({_lock_path(path).name}) for {LOCK_TIMEOUT_S} s; "
+            f"{path}: another process has held its lock ({files.lock_for(path).lock_file}) for {LOCK_TIMEOUT_S} s; "
             "nothing was written. If no other pytest is saving, remove the lock file"
         ) from None
     except OSError as exc:

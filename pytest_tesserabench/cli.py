@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import shutil
 import statistics
 import sys
 from collections.abc import Sequence
@@ -53,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_arguments(compare, _percent, _alpha)
     compare.add_argument("--csv", type=Path, metavar="PATH", help="also write one CSV row per benchmark and run")
     compare.add_argument("--md", type=Path, metavar="PATH", help="also write the markdown summary of the comparison")
-    compare.add_argument("--width", type=int, default=120, help="table width in columns")
+    compare.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
 
     report = sub.add_parser(
         "report",
@@ -76,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name", type=_name, help="the baseline name given to --bench-save")
     show.add_argument("--dir", type=Path, default=Path("baselines"), help="baselines root (default ./baselines)")
     show.add_argument("--machine", metavar="KEY", help="only this machine key (default: every machine)")
-    show.add_argument("--width", type=int, default=120, help="table width in columns")
+    show.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
 
     scaling = sub.add_parser(
         "scaling",
@@ -85,7 +87,7 @@ def build_parser() -> argparse.ArgumentParser:
         "per benchmark, its speed-up and strong- and weak-scaling efficiency against the smallest size.",
     )
     scaling.add_argument("runs", type=Path, nargs="+", help="--bench-json result files, one per world size")
-    scaling.add_argument("--width", type=int, default=120, help="table width in columns")
+    scaling.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
 
     sub.add_parser(
         "inspect", help="static analysis of Triton kernels (see `tesserabench inspect -h`)", add_help=False
@@ -141,8 +143,12 @@ def _show(args: argparse.Namespace, out, err) -> int:
     else:
         files = sorted(folder.glob("*.json")) if folder.is_dir() else []
         if not files:
+            from pytest_tesserabench.baseline import baseline_names
+
+            recorded = ", ".join(baseline_names(args.dir)) or "none"
             print(
-                f"no baseline {args.name!r} under {args.dir}; record one with `pytest --bench-save={args.name}`",
+                f"no baseline {args.name!r} under {args.dir} (recorded: {recorded}); record one with "
+                f"`pytest --bench-save={args.name}`",
                 file=err,
             )
             return EXIT_USAGE
@@ -191,6 +197,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     from pytest_tesserabench.report.commands import CommandError, compare_command, report_command
 
     argv = list(sys.argv[1:] if argv is None else argv)
+    from pytest_tesserabench.interpret import FP_FUSION_ENV
+
+    os.environ.setdefault(FP_FUSION_ENV, "1")  # Triton's own default; unset, it warns on every compile
     out, err = sys.stdout, sys.stderr
     if argv and argv[0] == "inspect":
         return _inspect(argv[1:], out, err)
@@ -203,6 +212,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return EXIT_USAGE if exc.code else EXIT_OK
+    if getattr(args, "width", 0) is None:  # COLUMNS, else the terminal's, else 80 (a CI log)
+        args.width = shutil.get_terminal_size((80, 24)).columns
     try:
         if args.command == "compare":
             return compare_command(args, out, err)

@@ -41,7 +41,12 @@ class BaselineComparison:
         if own is not None and own.runs:
             return cls(own, same_machine=True, settings=settings), None
         if own is not None:
-            return None, f"--bench-compare={name}: {path} has no runs yet; nothing is gated"
+            if settings.save == name:  # this run is the history's first
+                return None, f"--bench-compare={name}: {path} has no runs yet; nothing is gated"
+            raise baselines.BaselineError(
+                f"--bench-compare={name}: {path} has no runs to compare with; record one with "
+                f"`pytest --bench-save={name}` (or delete the empty file)"
+            )
         others = [baselines.load_baseline(p, machine_key=None) for p in baselines.machine_files(root, name)]
         with_kernels = [b for b in others if b and any(r.kernels for run in b.runs for r in run.benchmarks.values())]
         if with_kernels:

@@ -203,6 +203,29 @@ def remove_stale_temporaries(path: Path) -> int:
     return removed
 
 
+def lock_for(path: Path, *, timeout: float = -1):
+    """A lock that serialises the writers of ``path`` (a filelock.FileLock), kept out of the
+    user's folders: a lock file beside a committed baseline is clutter in every review. It lives in
+    the system temp folder, named by a hash of the file's real path, world-writable so that every
+    user of the machine shares it; where that folder cannot be used, beside the file."""
+    import hashlib
+
+    from filelock import FileLock
+
+    name = hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:24] + ".lock"
+    folder = Path(tempfile.gettempdir()) / "tesserabench-locks"
+    try:
+        folder.mkdir(exist_ok=True)
+        if folder.stat().st_uid == os.getuid():
+            folder.chmod(0o1777)  # sticky and open to all, as /tmp itself
+        if not os.access(folder, os.W_OK):
+            raise PermissionError(str(folder))
+    except OSError:
+        folder = Path(path).parent
+        name = f".{Path(path).name}.lock"
+    return FileLock(str(folder / name), timeout=timeout, mode=0o666)
+
+
 def _nearest_existing(path: Path) -> Path:
     path = Path(os.path.abspath(path))
     while not path.exists() and path != path.parent:

@@ -53,6 +53,7 @@ class Bench:
         self.extra_info: dict[str, Any] = {}
         self.records: dict[str | None, BenchRecord] = {}  # label (None for the unlabelled call) -> record
         self._results: dict[int, str | None] = {}
+        self._names: set[str | None] = set()  # the calls made so far (each needs its own name)
         self._resumable: dict[
             str | None, tuple
         ] = {}  # label -> (timer, measurement), for settling  # id(returned object) -> label, for check_accuracy
@@ -69,27 +70,37 @@ class Bench:
         bus_factor=None,
         **kwargs,
     ):
-        if not self.enabled:
-            if not callable(fn):
-                raise BenchUsageError(_not_callable(fn))
-            return fn(*args, **kwargs)
-        comm = _communication(comm_bytes, bus_factor)
-        return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
-
-    def _measure(self, fn, args, kwargs, *, flops, nbytes, name, comm=None):
+        # The same usage rules with or without --bench: a test that passes plainly must not fail
+        # only once it is measured. A call is counted once its arguments are accepted.
         if not callable(fn):
             raise BenchUsageError(_not_callable(fn))
-        if name in self.records:
+        if name is not None and (not isinstance(name, str) or not name or "::" in name):
+            raise BenchUsageError(f"bench(name={name!r}): a name is a non-empty string without '::'")
+        for label, value in (("flops", flops), ("bytes", bytes)):
+            if value is not None and (not isinstance(value, numbers.Real) or value < 0 or not math.isfinite(value)):
+                raise BenchUsageError(f"bench({label}={value!r}): expected a non-negative number of {label}")
+        comm = _communication(comm_bytes, bus_factor)
+        if name in self._names:
             raise BenchUsageError(
                 f"bench() was already called with name={name!r} in this test; give each measured "
                 f"call its own name=, e.g. bench(torch.matmul, a, b, name='torch')"
             )
-        if name is not None and (not isinstance(name, str) or not name or "::" in name):
-            raise BenchUsageError(f"bench(name={name!r}): a name is a non-empty string without '::'")
-        for label, value in (("flops", flops), ("bytes", nbytes)):
-            if value is not None and (not isinstance(value, numbers.Real) or value < 0 or not math.isfinite(value)):
-                raise BenchUsageError(f"bench({label}={value!r}): expected a non-negative number of {label}")
+        self._names.add(name)
+        if not self.enabled:
+            return fn(*args, **kwargs)
+        return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
 
+    def json_problem(self) -> str | None:
+        """What makes ``extra_info`` unsavable (with or without --bench), or None."""
+        from pytest_tesserabench.results import DocumentError, check_plain_json
+
+        try:
+            check_plain_json(self.extra_info, f"{self._nodeid}: bench.extra_info")
+        except DocumentError as exc:
+            return f"{exc}; store numbers, strings, lists or dicts of them"
+        return None
+
+    def _measure(self, fn, args, kwargs, *, flops, nbytes, name, comm=None):
         from pytest_tesserabench import profiling, sampling, timing  # numpy/scipy only once measuring
 
         if profiling.under_ncu():

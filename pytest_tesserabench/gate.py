@@ -522,6 +522,7 @@ def compare_runs(
 #
 # Drift shared by the two sides cancels within a pair, so no between-run model is needed: the
 # pairs are close to independent, and a t interval on their mean log ratio is the whole analysis.
+# Pairs are summarised by their median (see paired_decision).
 # The stopping rule looks at the data repeatedly (a pair at a time); to keep the false-alarm rate
 # the rule promises, only the looks in PAIRED_LOOKS count, and alpha is split over them
 # (Bonferroni across interim looks: conservative, simple, and exact in its guarantee).
@@ -543,37 +544,48 @@ class PairedDecision:
 def paired_decision(log_ratios, *, threshold: float, alpha: float, final: bool, confidence: float = 0.95):
     """The three-valued rule on paired log ratios (candidate / reference), at ``alpha`` for this
     benchmark (alpha / m). None between looks (not a look at which the rule may decide);
-    ``final``: the budget is spent, so an undecided result is INCONCLUSIVE (if the point estimate
-    reaches the threshold) or UNCHANGED."""
+    ``final``: the budget is spent, so an undecided result is INCONCLUSIVE (if the estimate
+    reaches the threshold) or UNCHANGED.
+
+    The estimate is the median of the pairs, its interval the distribution-free order-statistic
+    one, its p-value the sign test's: a pair that straddles a change of the machine's speed (on a
+    virtual machine a vCPU's speed steps by tens of percent when the host's sibling core gets busy)
+    is an outlier that a mean and a t test would let dominate, and such steps are common enough on
+    shared runners to break a 20%-trimmed mean too. The sign test needs no assumption about how the
+    pairs scatter; it costs some power, which more pairs buy back.
+    """
     d = np.asarray(log_ratios, dtype=float)
     n = d.size
     if n < PAIRED_LOOKS[0] or (n not in PAIRED_LOOKS and not final):
         return None
     level = alpha / len(PAIRED_LOOKS)
-    mean = float(d.mean())
-    se = float(d.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
-    df = n - 1
+    centre = float(np.median(d))
     theta = math.log1p(threshold)
-    if se == 0.0:  # identical pairs: the sign of the mean decides
-        se = 1e-12
-    t_value = mean / se
-    p_slower, p_faster = float(stats.t.sf(t_value, df)), float(stats.t.cdf(t_value, df))
-    half = float(stats.t.ppf(0.5 + confidence / 2, df)) * se
-    bound = float(stats.t.ppf(1 - level, df)) * se
-    if p_slower < level and mean + half >= theta:
+    above, below = int(np.count_nonzero(d > 0)), int(np.count_nonzero(d < 0))
+    p_slower = float(stats.binom.sf(above - 1, above + below, 0.5)) if above + below else 1.0
+    p_faster = float(stats.binom.sf(below - 1, above + below, 0.5)) if above + below else 1.0
+    low, high = median_interval(d, confidence)
+    strict_low, strict_high = median_interval(d, 1 - 2 * level)
+    ratio, ci = math.exp(centre), (math.exp(low), math.exp(high))
+    if p_slower < level and high >= theta:
         status, decided = "REGRESSED", True
-    elif p_faster < level and mean - half <= -theta:
+    elif p_faster < level and low <= -theta:
         status, decided = "IMPROVED", True
-    elif mean + bound < theta and mean - bound > -theta:
+    elif strict_high < theta and strict_low > -theta:
         status, decided = "UNCHANGED", True  # confidently smaller than the threshold either way
     elif final:
-        status, decided = ("INCONCLUSIVE" if mean >= theta else "UNCHANGED"), False
+        status, decided = ("INCONCLUSIVE" if centre >= theta else "UNCHANGED"), False
     else:
-        return PairedDecision("INCONCLUSIVE", False, math.exp(mean), (math.exp(mean - half), math.exp(mean + half)),
-                              p_slower, threshold, n, level)  # fmt: skip
-    return PairedDecision(
-        status, decided, math.exp(mean), (math.exp(mean - half), math.exp(mean + half)), p_slower, threshold, n, level
-    )
+        status, decided = "INCONCLUSIVE", False
+    return PairedDecision(status, decided, ratio, ci, p_slower, threshold, n, level)
+
+
+def median_interval(values, confidence: float) -> tuple[float, float]:
+    """The order-statistic interval of the median at ``confidence`` (as stats.median_ci), the
+    full range when there are too few values for it."""
+    from pytest_tesserabench.stats import median_ci
+
+    return median_ci(values, confidence)
 
 
 def paired_verdict(bench_id: str, decision: PairedDecision, *, candidate_ms: float, reference_ms: float,

@@ -26,6 +26,10 @@ import sys
 from dataclasses import dataclass
 
 ENV = "TRITON_INTERPRET"
+# Triton 3.9 warns on every compile until this is set; "1" is its current default (fused
+# multiply-add on), so setting it when unset changes nothing but the warning (and keeps Triton's
+# cache keys the same in every process: they include it).
+FP_FUSION_ENV = "TRITON_DEFAULT_FP_FUSION"
 _AUTOTUNER = "triton.runtime.autotuner"
 
 
@@ -55,6 +59,7 @@ class Switch:
     previous: str | None
     changed: bool
     finder: _PatchOnImport | None = None
+    set_fp_fusion: bool = False
 
 
 def apply(mode: str) -> Switch:
@@ -63,6 +68,9 @@ def apply(mode: str) -> Switch:
     switch = Switch(previous=os.environ.get(ENV), changed=decision is not None)
     if decision is not None:
         os.environ[ENV] = "1" if decision else "0"
+    if FP_FUSION_ENV not in os.environ:
+        os.environ[FP_FUSION_ENV] = "1"
+        switch.set_fp_fusion = True
     switch.finder = _PatchOnImport.install()
     return switch
 
@@ -75,6 +83,8 @@ def restore(switch: Switch) -> None:
             os.environ[ENV] = switch.previous
     if switch.finder is not None:
         switch.finder.uninstall()
+    if switch.set_fp_fusion:
+        os.environ.pop(FP_FUSION_ENV, None)
 
 
 # -- the autotuner -----------------------------------------------------------------------------

@@ -85,9 +85,9 @@ def _figure(kernel: dict, key: str) -> float | None:
 def _cannot_launch(kernel: dict) -> str | None:
     """Why the kernel cannot launch on its arch, or None."""
     if kernel.get("error"):
-        lines = str(kernel["error"]).strip().splitlines() or ["?"]
-        first = next((line for line in lines if "fatal" in line or "rror" in line), lines[0])
-        return f"no longer compiles: {first[:160]}"
+        from pytest_tesserabench.inspect.summary import error_summary
+
+        return f"no longer compiles: {error_summary(kernel['error'])}"
     if _figure(kernel, "occupancy") == 0.0:
         why = [n for n in kernel.get("notes") or () if "exceed" in str(n)]
         return "can no longer launch (occupancy 0)" + (f": {why[0]}" if why else "")

@@ -145,6 +145,12 @@ def _peaks(text: Any) -> str | Path:
     )
 
 
+def _path(text: Any) -> Path:
+    if not str(text).strip():
+        raise ValueError("is empty; give a path")
+    return Path(text)
+
+
 def _git_ref(text: Any) -> str:
     text = str(text).strip()
     if not text or text.startswith("-") or any(c.isspace() for c in text):
@@ -243,8 +249,8 @@ OPTIONS: tuple[Option, ...] = (
         parse_name,
         "NAME",
     ),
-    _option("bench_json", "measure and write the full results of this run, raw samples included", Path, "PATH"),
-    _option("bench_dir", "baselines root (default: <rootdir>/baselines)", Path, "DIR"),
+    _option("bench_json", "measure and write the full results of this run, raw samples included", _path, "PATH"),
+    _option("bench_dir", "baselines root (default: <rootdir>/baselines)", _path, "DIR"),
     _option("bench_threshold", "smallest slowdown worth failing for, in percent (default 5)", parse_percent, "PCT"),
     _option(
         "bench_max_time", "measurement budget per benchmark in seconds, after warm-up (default 1.0)", parse_seconds, "S"
@@ -271,7 +277,7 @@ OPTIONS: tuple[Option, ...] = (
         _arch_list,
         "LIST",
     ),
-    _option("bench_ir_dump", "write every IR level of each analysed kernel here", Path, "DIR"),
+    _option("bench_ir_dump", "write every IR level of each analysed kernel here", _path, "DIR"),
     _option(
         "bench_peaks",
         "roofline peaks: table (datasheet figures, the default), measure (a large matmul and "
@@ -292,9 +298,9 @@ OPTIONS: tuple[Option, ...] = (
         parse_settle_time,
         "S",
     ),
-    _option("bench_html", "measure and write an HTML report with plots (needs the 'report' extra)", Path, "PATH"),
-    _option("bench_md", "measure and write a markdown summary (verdicts, regressions, a table)", Path, "PATH"),
-    _option("bench_csv", "measure and write one CSV row per benchmark (units in the header)", Path, "PATH"),
+    _option("bench_html", "measure and write an HTML report with plots (needs the 'report' extra)", _path, "PATH"),
+    _option("bench_md", "measure and write a markdown summary (verdicts, regressions, a table)", _path, "PATH"),
+    _option("bench_csv", "measure and write one CSV row per benchmark (units in the header)", _path, "PATH"),
     _option(
         "bench_columns",
         f"columns of the terminal table and the markdown summary, from {', '.join(COLUMN_KEYS)}",
@@ -336,7 +342,7 @@ OPTIONS: tuple[Option, ...] = (
         _gpu_per_worker,
         "MODE",
     ),
-    _option("bench_trace", "GPU only: write a Chrome trace per benchmark here", Path, "DIR"),
+    _option("bench_trace", "GPU only: write a Chrome trace per benchmark here", _path, "DIR"),
 )
 # Internal: the reference side of --bench-ab (a pytest the plugin starts in REF's worktree).
 AB_SERVE = Option(

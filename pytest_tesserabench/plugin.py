@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import warnings
 from pathlib import Path
 
 import pytest
@@ -74,9 +73,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
     from pytest_tesserabench.session import BenchSession
 
-    cache_dir = None
-    if getattr(config, "cache", None) is not None:  # absent under -p no:cacheprovider
+    if getattr(config, "cache", None) is not None:
         cache_dir = Path(config.cache.mkdir("tesserabench"))
+    else:  # -p no:cacheprovider: the analysis cache and A/B worktrees still need a home
+        cache_dir = _fallback_cache_dir(Path(config.rootpath))
     state = BenchSession(
         settings,
         rootdir=Path(config.rootpath),
@@ -112,6 +112,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         del config.stash[INTERPRET_KEY]
 
 
+def _fallback_cache_dir(rootdir: Path) -> Path:
+    import hashlib
+    import tempfile
+
+    digest = hashlib.sha256(str(rootdir.resolve()).encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"tesserabench-cache-{os.getuid()}" / digest
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
 def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> None:
     """How bench() measures in this process: alone, as the candidate of --bench-ab, or as its
     reference side (the pytest the candidate started in REF's worktree)."""
@@ -132,9 +142,8 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
             )
         from pytest_tesserabench.ab.worktree import ABError
 
-        folder = cache_dir if cache_dir is not None else Path(config.rootpath) / ".pytest_cache" / "d" / "tesserabench"
         try:
-            state.ab = state.measurer = ABLead.open(settings, rootdir=Path(config.rootpath), cache_dir=folder)
+            state.ab = state.measurer = ABLead.open(settings, rootdir=Path(config.rootpath), cache_dir=cache_dir)
         except ABError as exc:
             raise pytest.UsageError(str(exc)) from None
         state.reference = state.ab.reference
@@ -192,7 +201,26 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
             policies = markers.precision_parameters(precision.args, where, metafunc.fixturenames)
             metafunc.parametrize("precision", policies, ids=[markers.precision_id(p) for p in policies])
     except markers.MarkerError as exc:
-        pytest.fail(str(exc), pytrace=False)
+        problem = str(exc)
+    else:
+        problem = _bench_marker_problem(metafunc)
+    if problem:  # outside the except: one message, not the chained exception twice
+        pytest.fail(problem, pytrace=False)
+
+
+def _bench_marker_problem(metafunc: pytest.Metafunc) -> str | None:
+    """@pytest.mark.bench(...) checked at collection, where a usage error belongs."""
+    marker = metafunc.definition.get_closest_marker("bench")
+    if marker is None:
+        return None
+    where = metafunc.definition.nodeid
+    if marker.args:
+        return f"@pytest.mark.bench on {where}: takes keyword arguments only, e.g. bench(max_time=2)"
+    try:
+        options.apply_marker(options.Settings(), marker.kwargs, where)
+    except options.SettingsError as exc:
+        return str(exc)
+    return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -222,16 +250,8 @@ def bench(request: pytest.FixtureRequest):
     item = request.node
     settings, group = state.settings, None
     marker = item.get_closest_marker("bench")
-    if marker is not None:
-        if marker.args:
-            pytest.fail(
-                f"@pytest.mark.bench on {item.nodeid}: takes keyword arguments only, e.g. bench(max_time=2)",
-                pytrace=False,
-            )
-        try:
-            settings, group = options.apply_marker(settings, marker.kwargs, item.nodeid)
-        except options.SettingsError as exc:
-            pytest.fail(str(exc), pytrace=False)
+    if marker is not None:  # (checked at collection already: see _bench_marker_problem)
+        settings, group = options.apply_marker(settings, marker.kwargs, item.nodeid)
     callspec = getattr(item, "callspec", None)
     module = item.nodeid.split("::", 1)[0]
     fixture = Bench(
@@ -374,17 +394,15 @@ class SessionHooks:
             if both_sides:
                 self._end_test_on_both_sides(item)
         fixture = item.stash.get(BENCH_KEY, None)
-        if fixture is None or not fixture.records:
+        if fixture is None:
             return result
-        from pytest_tesserabench.results import DocumentError
-
-        records = list(fixture.records.values())
-        try:
-            for record in records:
-                record.check_json()
-        except DocumentError as exc:
+        problem = fixture.json_problem()
+        if problem:
             fixture.records.clear()  # nothing of this test is recorded; every other test's is
-            pytest.fail(f"{exc}; store numbers, strings, lists or dicts of them", pytrace=False)
+            pytest.fail(problem, pytrace=False)
+        if not fixture.records:
+            return result
+        records = list(fixture.records.values())
         verdicts = self._settle(fixture, records, self.state.judge(records, fixture.threshold))
         failures = []
         for record in records:
@@ -392,13 +410,12 @@ class SessionHooks:
             if verdict is None:
                 continue
             record.verdict = verdict  # the one place a verdict is written
+            # The test's own id heads its failure already: only a labelled call names itself.
+            line = verdict.line() if record.name is None else f"[{record.name}] {verdict.line()}"
             if verdict.failed:
-                failures.append(f"{record.id}: {verdict.line()}")
+                failures.append(line)
             elif verdict.status == "INCONCLUSIVE":
-                warnings.warn(
-                    pytest.PytestWarning(f"{record.id}: {verdict.line()}. To settle it: {verdict.hint()}"),
-                    stacklevel=2,
-                )
+                item.warn(pytest.PytestWarning(f"{record.id}: {verdict.line()}. To settle it: {verdict.hint()}"))
         from pytest_tesserabench.report.junit import properties
 
         item.user_properties.extend(properties(records))  # <property> entries of its JUnit test case

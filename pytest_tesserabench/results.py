@@ -152,6 +152,11 @@ def _plain_json(value: Any, where: str, depth: int = 0) -> Any:
     raise _fail(where, f"is {_short(value)} of type {type(value).__name__}, which JSON cannot hold")
 
 
+def check_plain_json(value: Any, where: str) -> None:
+    """DocumentError naming the first key of ``value`` that JSON cannot hold."""
+    _plain_json(value, where)
+
+
 def _finite_or_none(value: Any) -> Any:
     """JSON has no NaN or Infinity: they are written as null."""
     if isinstance(value, float):
@@ -259,6 +264,12 @@ class Sampling:
 
 
 def _pct(ratio: float) -> str:
+    """A change as a percentage; past 3x either way as a factor ('12.4x', '0.05x'), which reads
+    better than +1140.0% or -95.0%."""
+    if ratio >= 3:
+        return f"{ratio:.3g}x"
+    if 0 < ratio <= 1 / 3:
+        return f"{ratio:.2g}x"
     return f"{(ratio - 1.0) * 100:+.1f}%"
 
 
@@ -307,10 +318,10 @@ class Verdict:
         parts = [head]
         if self.ratio is not None:
             parts.append(f"{format_ms(self.baseline_ms)} -> {format_ms(self.candidate_ms)}, {self.change_text()}")
-            if self.p_value is not None:
-                parts.append(f"p={self.p_value:.2g}")
+            if self.p_value is not None and self.status not in ("IMPROVED", "UNCHANGED"):
+                parts.append(f"p={self.p_value:.2g}")  # (the p-value is for "slower")
             if self.threshold is not None:
-                parts.append(f"threshold {self.threshold * 100:.1f}%")
+                parts.append(f"threshold {_pct(1 + self.threshold).lstrip('+')}")
         text = ", ".join(parts)
         extra = list(self.reasons) or ([] if self.ratio is not None else list(self.notes[:1]))
         if extra:
@@ -361,6 +372,18 @@ class Verdict:
             alpha_per_test=_number(data.get("alpha_per_test"), f"{where}.alpha_per_test", low=0.0, high=1.0),
             hint_text=_text(data.get("hint_text"), f"{where}.hint_text", nullable=True),
         )
+
+
+# What a baseline keeps of a kernel entry: its identity (name, arch, config) and its figures.
+BASELINE_KERNEL_KEYS = (
+    "name", "arch", "source", "spec_id", "signature", "config", "constexprs", "num_warps", "num_stages", "num_ctas",
+    "registers", "spill_bytes", "spill_stores", "spill_loads", "shared_bytes", "occupancy", "limiter",
+    "blocks_per_sm", "active_warps", "tensor_core_instructions", "error", "notes",
+)  # fmt: skip
+
+
+def _baseline_kernel(kernel: dict) -> dict:
+    return {k: kernel[k] for k in BASELINE_KERNEL_KEYS if k in kernel}
 
 
 # The kernel figures the gate compares; every other key of a kernel entry is only shown.
@@ -432,10 +455,6 @@ class BenchRecord:
     def measured_rounds(self) -> list[float]:
         """Round medians the gate can use (positive)."""
         return [r for r in self.rounds_ms if r > 0]
-
-    def check_json(self) -> None:
-        """DocumentError naming the key when the user-supplied parts are not plain JSON."""
-        _plain_json(self.extra_info, f"{self.id}: bench.extra_info")
 
     def to_json(self, *, samples: bool = True) -> dict:
         data = {
@@ -591,8 +610,13 @@ class RunDocument:
 
     def for_baseline(self) -> RunDocument:
         """A copy for a baseline's history: no raw samples, no verdicts and no A/B reference side (they
-        belong to one comparison, not to the history it is compared with)."""
-        benchmarks = {i: replace(r, samples_ms=[], verdict=None, ab=None) for i, r in self.benchmarks.items()}
+        belong to one comparison, not to the history it is compared with), and kernels reduced to
+        what identifies them and the figures the gate compares (compile times and instruction
+        mixes change a committed file at every save without saying anything a review needs)."""
+        benchmarks = {
+            i: replace(r, samples_ms=[], verdict=None, ab=None, kernels=[_baseline_kernel(k) for k in r.kernels])
+            for i, r in self.benchmarks.items()
+        }
         return replace(self, benchmarks=benchmarks)
 
     @classmethod

@@ -402,6 +402,8 @@ def load_declared_peaks(path: str | os.PathLike) -> Peaks:
             f"{path}: unknown precision(s) {', '.join(unknown)} in 'tflops'; known: {', '.join(PRECISIONS)}"
         )
     for key, value in [*tflops.items(), ("gbps", gbps), ("cache_bytes", data.get("cache_bytes", 1))]:
+        if value is None:
+            raise RooflineError(f"{path}: {key} is missing; expected a positive number, {example}")
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 1e12:
             raise RooflineError(f"{path}: {key} is {value!r}; expected a positive number, {example}")
     peaks = Peaks(name, {k: float(v) for k, v in tflops.items()}, float(gbps), frozenset(), declared=True)

@@ -49,20 +49,33 @@ class BaselineModel:
 
 
 def median_polish(table: np.ndarray, iterations: int = POLISH_ITERATIONS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Tukey's median polish of a (rows, columns) table with NaN for missing cells:
-    (row effects, column effects with median 0, residuals)."""
+    """Tukey's median polish of a (..., rows, columns) table with NaN for missing cells:
+    (row effects, column effects with median 0, residuals); leading axes are separate tables."""
     residual = np.array(table, dtype=float)
-    rows = np.zeros(residual.shape[0])
-    columns = np.zeros(residual.shape[1])
+    rows = np.zeros(residual.shape[:-1])
+    columns = np.zeros(residual.shape[:-2] + residual.shape[-1:])
     for _ in range(iterations):
-        row_median = np.nanmedian(residual, axis=1)
+        row_median = np.nanmedian(residual, axis=-1)
         rows += row_median
-        residual -= row_median[:, None]
-        column_median = np.nanmedian(residual, axis=0)
+        residual -= row_median[..., :, None]
+        column_median = np.nanmedian(residual, axis=-2)
         columns += column_median
-        residual -= column_median[None, :]
-    centre = np.median(columns)
+        residual -= column_median[..., None, :]
+    centre = np.median(columns, axis=-1, keepdims=True)
     return rows + centre, columns - centre, residual
+
+
+def leave_one_out_median(values: np.ndarray) -> np.ndarray:
+    """For each of the last axis's entries, the median of the others (NaN entries ignored)."""
+    values = np.asarray(values, dtype=float)
+    m = values.shape[-1]
+    others = ~np.eye(m, dtype=bool)
+    spread = np.where(others, values[..., None, :], np.nan)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a row with nothing left
+        return np.nanmedian(spread, axis=-1)
 
 
 def fit(centres: dict[str, dict[int, float]], runs: int, canary_centres: list[float]) -> BaselineModel | None:

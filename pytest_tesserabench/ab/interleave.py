@@ -9,7 +9,9 @@ second.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 import statistics
 import time
 from collections.abc import Callable
@@ -18,13 +20,36 @@ from typing import Protocol
 
 from pytest_tesserabench import sampling
 
-ROUNDS_PER_BLOCK = 2
-MAX_PAIRS = 256
+ROUNDS_PER_BLOCK = 1
+MAX_PAIRS = 512
 
 
 class RemoteSide(Protocol):
-    def block(self, rounds: int) -> list[float]:
-        """That many rounds measured on the reference; their medians (ms)."""
+    def block(self, rounds: int, cpu: int | None = None) -> list[float]:
+        """That many rounds measured on the reference (on ``cpu`` when given); their medians (ms)."""
+
+
+@contextlib.contextmanager
+def one_cpu():
+    """Both sides measure on the same CPU, this process pinned to it while interleaving. On a
+    virtual machine the vCPUs run at different speeds, which change over seconds (a busy sibling
+    hyperthread on the host): two processes each left on "its" vCPU by the scheduler differ by tens
+    of percent for a reason that has nothing to do with their code. Yields the CPU (None where
+    affinity cannot be set)."""
+    if not hasattr(os, "sched_setaffinity"):
+        yield None
+        return
+    previous = os.sched_getaffinity(0)
+    cpu = min(previous)
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        yield None
+        return
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, previous)
 
 
 @dataclass
@@ -53,6 +78,11 @@ def interleave(
 ) -> Interleaved:
     """Pairs of blocks until ``decide`` says decided, or the budget is spent: ``2 * max_time``
     (each side's usual budget), then up to ``settle_time`` more while undecided."""
+    with one_cpu() as cpu:
+        return _interleave(timer, plan, remote, decide, max_time, settle_time, min_pairs, clock, cpu)
+
+
+def _interleave(timer, plan, remote, decide, max_time, settle_time, min_pairs, clock, cpu) -> Interleaved:
     result = Interleaved(candidate=sampling.start_measurement(timer, plan))
     start = clock()
     base = 2 * max_time
@@ -63,7 +93,7 @@ def interleave(
             if side == "A":
                 rounds = [sampling.take_round(timer, plan, result.candidate) for _ in range(ROUNDS_PER_BLOCK)]
             else:
-                rounds = remote.block(ROUNDS_PER_BLOCK)
+                rounds = remote.block(ROUNDS_PER_BLOCK, cpu)
                 result.reference_rounds_ms.extend(rounds)
             blocks[side] = _block_median(rounds)
         if blocks["A"] > 0 and blocks["B"] > 0:

@@ -174,8 +174,8 @@ class ReferenceProcess:
             return Ready(name=message["name"], timer=message["timer"])
         return TestDone(**{k: v for k, v in message.items() if k != "op"})
 
-    def block(self, rounds: int) -> list[float]:
-        self._send({"op": "block", "rounds": rounds})
+    def block(self, rounds: int, cpu: int | None = None) -> list[float]:
+        self._send({"op": "block", "rounds": rounds, "cpu": cpu})
         return list(self._receive(BLOCK_TIMEOUT_S)["rounds_ms"])
 
     def done(self) -> None:

@@ -99,18 +99,32 @@ class ServeLoop:
             test.unpaired.append(name)
             return measurement, None
         self.connection.send({"op": "ready", "name": name, "timer": timer.name})
-        while True:
-            message = self.connection.recv()
-            op = message["op"]
-            if op == "block":
-                rounds = [sampling.take_round(timer, plan, measurement) for _ in range(message["rounds"])]
-                self.connection.send({"op": "rounds", "rounds_ms": rounds})
-                continue
-            if op in ("skip", "end"):
-                test.unpaired.append(name)
-                test.ended = op == "end"
-            break  # done, skip or end
+        previous = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        try:
+            while True:
+                message = self.connection.recv()
+                op = message["op"]
+                if op == "block":
+                    _pin(message.get("cpu"))  # the candidate's CPU: both sides measured on one
+                    rounds = [sampling.take_round(timer, plan, measurement) for _ in range(message["rounds"])]
+                    self.connection.send({"op": "rounds", "rounds_ms": rounds})
+                    continue
+                if op in ("skip", "end"):
+                    test.unpaired.append(name)
+                    test.ended = op == "end"
+                break  # done, skip or end
+        finally:
+            if previous is not None:
+                os.sched_setaffinity(0, previous)
         return measurement, None
+
+
+def _pin(cpu: int | None) -> None:
+    if cpu is not None and hasattr(os, "sched_setaffinity"):
+        try:
+            os.sched_setaffinity(0, {cpu})
+        except OSError:
+            pass  # not allowed here: measured where the scheduler puts it
 
 
 def _crash_line(report) -> str:

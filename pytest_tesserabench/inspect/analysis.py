@@ -24,8 +24,8 @@ from .tools import ToolMissing, disassemble
 
 # Bump when the record's content or meaning changes: old cache entries are then ignored.
 # 3: records of kernels that failed in an interpreter process (triton.language left patched)
-# must not be served from old caches.
-ANALYSER_VERSION = "3"
+# must not be served from old caches. 4: signatures carry Triton's divisibility (i32:16).
+ANALYSER_VERSION = "4"
 _ARTIFACT_FILES = {"ttir": "ttir", "ttgir": "ttgir", "llir": "llir", "ptx": "ptx", "cubin": "cubin", "sass": "sass"}
 
 
@@ -108,7 +108,7 @@ def _base_record(launch: KernelLaunch, arch: str) -> dict:
         "num_warps": launch.num_warps,
         "num_stages": launch.num_stages,
         "num_ctas": launch.num_ctas,
-        "signature": launch.signature,
+        "signature": launch.typed_signature,
         "constexprs": launch.constexprs,
         "config": launch.config,
         "spec_id": spec_id(launch),

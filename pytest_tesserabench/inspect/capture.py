@@ -43,6 +43,21 @@ class KernelLaunch:
     raw_constexprs: dict = field(default_factory=dict, repr=False)
     raw_attrs: dict = field(default_factory=dict, repr=False)
 
+    @property
+    def typed_signature(self) -> dict[str, str]:
+        """The signature as `tesserabench inspect --sig` takes it: an integer or pointer Triton
+        specialised as divisible by 16 reads ``i32:16`` / ``*fp16:16``."""
+        names = list(self.signature)
+        typed = dict(self.signature)
+        for path, attributes in self.raw_attrs.items():
+            index = path[0] if isinstance(path, tuple) and len(path) == 1 else None
+            if index is None or index >= len(names):
+                continue
+            for attribute in attributes or ():
+                if list(attribute)[:2] == ["tt.divisibility", 16] and ":" not in typed[names[index]]:
+                    typed[names[index]] += ":16"
+        return typed
+
     def describe(self) -> str:
         consts = ", ".join(f"{k}={v}" for k, v in self.constexprs.items())
         return f"{self.name}[{consts}] warps={self.num_warps} stages={self.num_stages}"

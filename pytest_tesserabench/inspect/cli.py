@@ -270,9 +270,10 @@ def launch_from_spec(kernel, sig: str, consts: dict, *, num_warps=None, num_stag
         else:
             missing_types.append(param.name)
     if missing_types:
+        example = ",".join(f"{n}={_example_type(n)}" for n in missing_types[:3])
         raise UsageError(
-            f"--sig lacks the types of {', '.join(missing_types)} "
-            f'(e.g. --sig "{",".join(f"{n}=*fp16" for n in missing_types[:2])}")'
+            f'--sig lacks the types of {", ".join(missing_types)} (e.g. --sig "{example}"; *T is a pointer '
+            "to T, :16 says the value is divisible by 16, as Triton specialises it)"
         )
     if missing_consts:
         raise UsageError(
@@ -341,3 +342,10 @@ def capture_call(function, args_text: str):
     with capture_launches() as launches:
         function(*call_args, **call_kwargs)
     return launches
+
+
+def _example_type(name: str) -> str:
+    """A plausible type for a parameter's name: pointers are usually named so."""
+    lowered = name.lower()
+    pointer = lowered.endswith("ptr") or lowered.startswith("ptr") or (len(name) == 1 and name.isupper())
+    return "*fp16" if pointer else "i32:16"

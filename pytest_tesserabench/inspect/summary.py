@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 
@@ -11,16 +12,32 @@ def _bytes(value) -> str:
     return f"{value / 1024:.1f} KiB" if value >= 1024 else f"{value} B"
 
 
+_ERROR_LINE = re.compile(r"\b\w*(Error|Exception)\b\s*[:(]|\berror:")
+
+
+def error_summary(error: str, limit: int = 160) -> str:
+    """The one line of a compile error that says what is wrong: ptxas's "fatal" line, else the
+    last "...Error: message" line (a Triton CompilationError puts the cause last, after the
+    source excerpt), else the first line."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()] or ["?"]
+    fatal = [line for line in lines if "fatal" in line]
+    errors = [line for line in lines if _ERROR_LINE.search(line)]
+    if fatal:
+        chosen = fatal[0]
+    elif errors and errors[-1] != lines[0]:
+        chosen = f"{lines[0]} ... {errors[-1]}" if len(lines[0]) < 40 else errors[-1]
+    else:
+        chosen = lines[0]
+    return chosen[:limit]
+
+
 def format_kernel_lines(records: Iterable[dict]) -> list[str]:
     """e.g. `_matmul_kernel sm_90  w8 s3  regs 168  spills 0 B  smem 96.0 KiB  occ 25% (registers)  TC 64`."""
     lines = []
     for record in records:
         head = f"{record.get('name', '?')} {record.get('arch', '?')}"
         if record.get("error"):
-            error_lines = str(record["error"]).strip().splitlines()
-            # ptxas puts the reason on its "fatal" line, after a generic first line
-            first = next((line for line in error_lines if "fatal" in line), error_lines[0])[:160]
-            lines.append(f"{head}  compile failed: {first}")
+            lines.append(f"{head}  compile failed: {error_summary(record['error'])}")
             continue
         occupancy = record.get("occupancy")
         occupancy_text = "?" if occupancy is None else f"{occupancy:.0%} ({record.get('limiter')})"

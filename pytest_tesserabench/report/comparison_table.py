@@ -117,8 +117,8 @@ def comparison_lines(
         out.append(Line("canary: not available in one of the runs"))
     if version_diffs:
         out.append(Line("software differs from the baseline: " + "; ".join(version_diffs)))
-    for hint in sorted({v.hint() for v in verdicts.values() if v.hint()}):
-        out.append(Line(f"inconclusive: {hint}", "yellow"))
+    for verdict in sorted((v for v in verdicts.values() if v.hint()), key=lambda v: v.id):
+        out.append(Line(f"inconclusive {verdict.id}: {verdict.hint()}", "yellow"))
     return out
 
 

@@ -125,10 +125,6 @@ class TuningCache:
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else default_cache_path()
 
-    @property
-    def lock_path(self) -> Path:
-        return self.path.with_name(f".{self.path.name}.lock")
-
     def load(self) -> dict[str, dict]:
         """Every valid entry by key; an unusable file warns once and reads as empty."""
         entries, problem = self._read()
@@ -163,13 +159,11 @@ class TuningCache:
     def record(self, entry: Mapping[str, Any]) -> int:
         """Add or replace ``entry`` (and drop the kernel's entries for other source hashes);
         returns how many stale entries were dropped. Safe against concurrent writers."""
-        from filelock import FileLock
-
         missing = [field for field in _ENTRY_FIELDS if field not in entry]
         if missing:
             raise ValueError(f"a tuning cache entry needs {', '.join(missing)}")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S):
+        with files.lock_for(self.path, timeout=LOCK_TIMEOUT_S):
             files.remove_stale_temporaries(self.path)
             entries, problem = self._read()
             if problem and self.path.exists():

@@ -67,7 +67,7 @@ def test_deep_nesting_is_refused_without_a_recursion_error(tmp_path):
 @pytest.mark.parametrize(
     ("fields", "message"),
     [
-        ({"rounds_ms": ["1.0"]}, r"run 0, benchmark 't::a'.rounds_ms\[0\]: is str '1.0'; expected a number"),
+        ({"rounds_ms": ["1.0"]}, r"run 1, benchmark 't::a'.rounds_ms\[0\]: is str '1.0'; expected a number"),
         ({"rounds_ms": [True]}, r"rounds_ms\[0\]: is bool"),
         ({"rounds_ms": [-1.0]}, r"rounds_ms\[0\]: is -1; expected a number >= 0"),
         ({"rounds_ms": [1e308]}, r"rounds_ms\[0\]: is 1e\+308"),

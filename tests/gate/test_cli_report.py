@@ -89,7 +89,7 @@ def test_bad_file_exits_two_and_names_it(files, tmp_path, capsys):
 
 
 def test_show_lists_runs(files, tmp_path, capsys):
-    assert main(["show", "main", "--dir", str(tmp_path / "baselines")]) == 0
+    assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "200"]) == 0
     out = capsys.readouterr().out
     assert KEY in out and "aaaaaaaaaa" in out and "2.13.0" in out
     assert out.count("2026-11-21T15:07:16Z") == 3

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from gate_simulation import Scenario, gate_flags, simulate
+from gate_simulation import Scenario, gate_flags, run_effect_flags, simulate
 
 from pytest_tesserabench.gate import GateConfig
 
@@ -36,3 +36,16 @@ def test_without_the_suite_prior_a_three_run_history_has_little_power():
     alone = gate_flags(base, cand, GateConfig(prior_runs=0)).mean()
     pooled = gate_flags(base, cand, CONFIG).mean()
     assert alone < 0.2 and pooled > alone + 0.4, (alone, pooled)
+
+
+@pytest.mark.parametrize("shared", [0.02, 0.05])
+def test_with_shared_drift_the_run_effect_model_keeps_its_promise_and_the_old_rule_does_not(shared):
+    # Drift shared by the whole run, as on a real machine: the old rule (drift per benchmark)
+    # raises false alarms and loses power; removing the run effect restores both.
+    rng = np.random.default_rng(int(shared * 1000))
+    sc = Scenario(history=3, drift=0.005, shared_drift=shared, slowdown=0.10, slowed=2)
+    base, cand = simulate(rng, SUITES // 2, sc)
+    model, old = run_effect_flags(base, cand, CONFIG), gate_flags(base, cand, CONFIG)
+    assert model[:, 2:].mean() <= 0.005, f"false alarms {model[:, 2:].mean():.2%} with the model"
+    assert model[:, :2].mean() >= 0.95, f"power {model[:, :2].mean():.1%} at +10% with the model"
+    assert old[:, :2].mean() < 0.5 and old[:, 2:].mean() > model[:, 2:].mean()

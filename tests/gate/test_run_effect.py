@@ -1,0 +1,111 @@
+"""History mode's run-effect model on seeded data whose drift is shared by every benchmark of a run."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_tesserabench import gate, run_effect
+from pytest_tesserabench.results import RunDocument
+
+IDS = [f"t.py::test_{i}" for i in range(6)]
+
+
+def runs(rng, n, *, shared=0.0, own=0.003, within=0.01, level=None, slower=None, canary=2.0):
+    """Runs whose log time = benchmark level + one shared shift per run + a small own drift."""
+    level = level or {i: math.log(1.0 + k * 0.7) for k, i in enumerate(IDS)}
+    out = []
+    for _ in range(n):
+        shift = rng.normal(0, shared) if isinstance(shared, float) else shared()
+        benchmarks = {}
+        for bench_id in IDS:
+            centre = level[bench_id] + shift + rng.normal(0, own) + math.log((slower or {}).get(bench_id, 1.0))
+            benchmarks[bench_id] = {"timer": "cpu", "rounds_ms": np.exp(centre + rng.normal(0, within, 10)).tolist()}
+        out.append(RunDocument.from_json({"canary_ms": [canary * math.exp(shift)] * 5, "benchmarks": benchmarks}))
+    return out
+
+
+def judge(baseline, candidate, *, model=True, canary=None):
+    """As the plugin does: each benchmark judged with the run's shift from the others."""
+    fitted = run_effect.fit(gate.run_centres(baseline), len(baseline), [math.log(2.0)] * len(baseline))
+    measured = {i: gate.log_centre(r) for i, r in candidate[0].benchmarks.items()}
+    shifts = {i: run_effect.candidate_shift(fitted, measured, i, canary) for i in IDS} if model else None
+    return gate.compare_runs(candidate, baseline, model=fitted if model else None, shifts=shifts), fitted, measured
+
+
+def test_median_polish_recovers_the_run_shifts():
+    rng = np.random.default_rng(1)
+    effects, shifts = rng.normal(0, 1, 8), np.array([0.0, 0.1, -0.05, 0.2])
+    table = effects[:, None] + shifts[None, :] + rng.normal(0, 0.001, (8, 4))
+    table[2, 1] = np.nan  # a benchmark missing from one run
+    rows, columns, residual = run_effect.median_polish(table)
+    assert np.allclose(columns - columns[0], shifts - shifts[0], atol=0.003)
+    assert np.nanmax(np.abs(residual)) < 0.01
+
+
+def test_a_run_shifted_as_a_whole_raises_no_false_alarm():
+    rng = np.random.default_rng(2)
+    baseline = runs(rng, 3, shared=0.03)
+    loaded = runs(rng, 1, shared=lambda: math.log(1.25))  # every benchmark 25% slower: the machine
+    plain, _, _ = judge(baseline, loaded, model=False)
+    # The old rule sees every benchmark 25% slower: each one a regression or a warning.
+    assert all(v.status in ("REGRESSED", "INCONCLUSIVE") for v in plain.values())
+    verdicts, model, measured = judge(baseline, loaded)
+    assert {v.status for v in verdicts.values()} == {"UNCHANGED"}
+    assert all("this run's shared shift +2" in " ".join(v.notes) for v in verdicts.values())  # ~ +25%
+
+
+def test_one_regression_inside_a_shared_shift_is_still_caught():
+    rng = np.random.default_rng(3)
+    baseline = runs(rng, 3, shared=0.03)
+    candidate = runs(rng, 1, shared=lambda: math.log(1.2), slower={IDS[2]: 1.10})
+    verdicts, _, _ = judge(baseline, candidate)
+    assert verdicts[IDS[2]].status == "REGRESSED" and 1.07 < verdicts[IDS[2]].ratio < 1.13
+    assert [i for i, v in verdicts.items() if v.status == "REGRESSED"] == [IDS[2]]
+
+
+def test_the_model_gains_power_where_drift_is_shared():
+    # Baseline runs 3% apart, all together: the old rule reads 3% drift per benchmark and cannot
+    # call a 10% slowdown; removing the run effect leaves the benchmark's own 0.3%.
+    found = {True: 0, False: 0}
+    for seed in range(20):
+        rng = np.random.default_rng(100 + seed)
+        baseline = runs(rng, 3, shared=0.03)
+        candidate = runs(rng, 1, shared=0.03, slower={IDS[0]: 1.10})
+        for model in (True, False):
+            verdicts, _, _ = judge(baseline, candidate, model=model)
+            found[model] += verdicts[IDS[0]].status == "REGRESSED"
+    assert found[True] >= 18 and found[True] > found[False] + 5
+
+
+def test_the_suite_wide_shift_fails_only_when_the_canary_does_not_explain_it():
+    rng = np.random.default_rng(4)
+    baseline = runs(rng, 3, shared=0.005)
+    everything_slower = runs(rng, 1, shared=0.0, slower={i: 1.15 for i in IDS})
+    _, model, measured = judge(baseline, everything_slower)
+    quiet_canary = math.log(2.0)
+    shift = run_effect.suite_shift(model, measured, quiet_canary, threshold=0.05, alpha=0.01)
+    assert shift.failed and 0.13 < math.expm1(shift.shift) < 0.17
+    assert "every benchmark got slower together" in shift.line()
+    slow_machine = math.log(2.0 * 1.15)
+    assert not run_effect.suite_shift(model, measured, slow_machine, threshold=0.05, alpha=0.01).failed
+    unchanged = runs(rng, 1, shared=0.0)
+    _, _, measured = judge(baseline, unchanged)
+    assert not run_effect.suite_shift(model, measured, quiet_canary, threshold=0.05, alpha=0.01).failed
+
+
+def test_before_enough_benchmarks_are_measured_the_canary_stands_in():
+    rng = np.random.default_rng(5)
+    model = run_effect.fit(gate.run_centres(runs(rng, 3)), 3, [math.log(2.0)] * 3)
+    alone = {IDS[0]: model.effects[IDS[0]] + math.log(1.3)}
+    shift = run_effect.candidate_shift(model, alone, IDS[0], math.log(2.0 * 1.3))
+    assert shift.source == "the canary" and shift.value == pytest.approx(math.log(1.3))
+    assert shift.variance >= (0.5 * math.log(1.3)) ** 2  # uncertain in proportion to what it corrects
+    none = run_effect.candidate_shift(model, alone, IDS[0], None)
+    assert none.value == 0.0 and none.source.startswith("none")
+
+
+def test_with_fewer_than_four_benchmarks_there_is_no_model():
+    rng = np.random.default_rng(6)
+    three = [RunDocument(benchmarks={i: r.benchmarks[i] for i in IDS[:3]}) for r in runs(rng, 3)]
+    assert run_effect.fit(gate.run_centres(three), 3, []) is None
