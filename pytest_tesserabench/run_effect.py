@@ -9,10 +9,9 @@ each benchmark on its residual, and the between-run noise comes from residuals t
 
 The candidate run's own shift is estimated from the other benchmarks measured so far in this
 run (the median of their log ratios to their baseline effects, leaving the judged benchmark out,
-so its own regression does not excuse itself). Before enough of them are measured, the canary
-(a fixed workload that is not the user's code) stands in, with an uncertainty that grows with
-the shift it corrects. With fewer than MIN_BENCHMARKS benchmarks in the baseline the model is not
-used (today's rule: drift per benchmark).
+so its own regression does not excuse itself); before enough of them are measured, none. With
+fewer than MIN_BENCHMARKS benchmarks in the baseline the model is not used (today's rule: drift
+per benchmark).
 
 A change that slows every benchmark would vanish into the run effect; the suite-wide shift is
 therefore reported on its own and fails the run when it exceeds the threshold and the canary does
@@ -31,7 +30,6 @@ MIN_BENCHMARKS = 4  # below this the run effect is not separable from the benchm
 MIN_OTHERS = 3  # other benchmarks of the candidate run needed to estimate its shift
 POLISH_ITERATIONS = 6
 MEDIAN_VARIANCE_FACTOR = math.pi / 2
-CANARY_MISMATCH = 0.5  # a benchmark may respond to a machine-wide slowdown this much differently
 
 
 @dataclass(frozen=True)
@@ -114,19 +112,29 @@ class Shift:
 
 
 def candidate_shift(
-    model: BaselineModel, measured: dict[str, float], exclude: str, canary_centre: float | None
+    model: BaselineModel, measured: dict[str, float], exclude: str, canary_centre: float | None = None
 ) -> Shift:
     """This run's shared shift for judging ``exclude``: from the other benchmarks measured so far
-    (log centres), else from the canary, else none."""
+    (log centres); before enough are measured, no shift, with an uncertainty as large as the
+    canary's move since the baseline (``canary_centre``: this run's log canary).
+
+    The canary widens, it does not correct: on a virtual machine whose vCPUs step between two
+    speeds every few seconds, the canary timed at the start of the run caught the other step as
+    often as not (a +50% "shift" removed from benchmarks that ran at full speed, seen on the CI
+    VM), while leaving the first benchmarks uncorrected turned a machine that moved since the
+    baseline into false alarms. Uncertain by the canary's move, they are INCONCLUSIVE instead."""
     others = [c - model.effects[i] for i, c in measured.items() if i != exclude and i in model.effects]
     if len(others) >= MIN_OTHERS:
         spread = max(model.residual_sd, 1e-4)
         variance = MEDIAN_VARIANCE_FACTOR * spread**2 / len(others)
         return Shift(float(np.median(others)), variance, f"{len(others)} other benchmarks of this run")
+    moved = 0.0
     if canary_centre is not None and model.canary_centre is not None:
-        value = canary_centre - model.canary_centre
-        return Shift(value, (CANARY_MISMATCH * value) ** 2 + model.shift_sd**2, "the canary")
-    return Shift(0.0, model.shift_sd**2, "none (too few benchmarks measured yet, no canary)")
+        moved = canary_centre - model.canary_centre
+    source = "none yet (too few other benchmarks measured)"
+    if moved:
+        source += f"; the canary moved {math.expm1(moved):+.1%} since the baseline"
+    return Shift(0.0, model.shift_sd**2 + moved**2, source)
 
 
 @dataclass(frozen=True)

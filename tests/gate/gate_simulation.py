@@ -21,6 +21,7 @@ from scipy import stats
 
 from pytest_tesserabench.gate import (
     GateConfig,
+    centre_of,
     decide,
     noise_components,
     suite_prior,
@@ -77,10 +78,10 @@ def run_effect_flags(base: np.ndarray, cand: np.ndarray, config: GateConfig) -> 
     run shifts removed by median polish, the candidate's shift estimated from the other benchmarks
     (leave-one-out), as the plugin does once the suite's other benchmarks are measured."""
     trials, m, history, _ = base.shape
-    centres = np.median(base, axis=-1)  # (trials, m, H)
+    centres = centre_of(base)  # (trials, m, H)
     effects, shifts, residual = median_polish(centres)
     base = base - shifts[:, None, :, None]
-    cand_shift = leave_one_out_median(np.median(cand, axis=-1) - effects)  # (trials, m)
+    cand_shift = leave_one_out_median(centre_of(cand) - effects)  # (trials, m)
     cand = cand - cand_shift[..., None]
     residual_var = np.median(np.sum(residual**2, axis=-1) / max(history - 1, 1), axis=-1)  # (trials,)
     extra = (MEDIAN_VARIANCE_FACTOR * np.maximum(residual_var, 1e-8) / (m - 1))[:, None] * np.ones((1, m))

@@ -6,8 +6,11 @@ import json
 import math
 import os
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+import pytest
+
+pytest.importorskip("hypothesis", reason="needs hypothesis (the 'test' extra; CI installs it)")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 
 from pytest_tesserabench.baseline import BaselineError, load_baseline, load_runs
 from pytest_tesserabench.gate import compare_runs

@@ -29,7 +29,7 @@ def judge(baseline, candidate, *, model=True, canary=None):
     """As the plugin does: each benchmark judged with the run's shift from the others."""
     fitted = run_effect.fit(gate.run_centres(baseline), len(baseline), [math.log(2.0)] * len(baseline))
     measured = {i: gate.log_centre(r) for i, r in candidate[0].benchmarks.items()}
-    shifts = {i: run_effect.candidate_shift(fitted, measured, i, canary) for i in IDS} if model else None
+    shifts = {i: run_effect.candidate_shift(fitted, measured, i) for i in IDS} if model else None
     return gate.compare_runs(candidate, baseline, model=fitted if model else None, shifts=shifts), fitted, measured
 
 
@@ -94,15 +94,17 @@ def test_the_suite_wide_shift_fails_only_when_the_canary_does_not_explain_it():
     assert not run_effect.suite_shift(model, measured, quiet_canary, threshold=0.05, alpha=0.01).failed
 
 
-def test_before_enough_benchmarks_are_measured_the_canary_stands_in():
+def test_before_enough_benchmarks_are_measured_no_shift_is_assumed():
     rng = np.random.default_rng(5)
     model = run_effect.fit(gate.run_centres(runs(rng, 3)), 3, [math.log(2.0)] * 3)
     alone = {IDS[0]: model.effects[IDS[0]] + math.log(1.3)}
-    shift = run_effect.candidate_shift(model, alone, IDS[0], math.log(2.0 * 1.3))
-    assert shift.source == "the canary" and shift.value == pytest.approx(math.log(1.3))
-    assert shift.variance >= (0.5 * math.log(1.3)) ** 2  # uncertain in proportion to what it corrects
-    none = run_effect.candidate_shift(model, alone, IDS[0], None)
-    assert none.value == 0.0 and none.source.startswith("none")
+    shift = run_effect.candidate_shift(model, alone, IDS[0])
+    assert shift.value == 0.0 and shift.source.startswith("none yet")
+    # the canary moved +30% since the baseline: still no correction, but that much uncertainty
+    moved = run_effect.candidate_shift(model, alone, IDS[0], model.canary_centre + math.log(1.3))
+    assert moved.value == 0.0 and moved.variance >= math.log(1.3) ** 2 and "+30.0%" in moved.source
+    three = {i: model.effects[i] + math.log(1.3) for i in IDS[:4]}
+    assert run_effect.candidate_shift(model, three, IDS[0]).value == pytest.approx(math.log(1.3), abs=0.01)
 
 
 def test_with_fewer_than_four_benchmarks_there_is_no_model():

@@ -30,6 +30,11 @@ from pytest_tesserabench import (  # noqa: F401
 )
 from pytest_tesserabench.report import comparison_table, terminal  # noqa: F401
 
+try:  # absent where only the plugin's own dependencies are installed (the GPU machine)
+    import hypothesis  # noqa: F401
+except ImportError:
+    pass
+
 # Fast measurement settings for pytester runs: the plugin's behaviour, not real timing, is tested.
 FAST = ("--bench-max-time=0.02", "--bench-warmup=0", "--bench-min-rounds=3")
 

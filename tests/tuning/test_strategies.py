@@ -1,5 +1,6 @@
 """Search strategies against a fake GPU with a known optimum (no GPU, no real time)."""
 
+import importlib.util
 import sys
 
 import pytest
@@ -56,6 +57,12 @@ def test_random_times_its_budget_of_distinct_configs_reproducibly():
     assert first.best == min(configs, key=landscape_ms)
 
 
+needs_optuna = pytest.mark.skipif(
+    importlib.util.find_spec("optuna") is None, reason="needs optuna (the 'tune' extra; CI installs it)"
+)
+
+
+@needs_optuna
 @pytest.mark.parametrize("strategy", ["bayesian", "genetic"])
 def test_optuna_strategies_get_near_the_optimum_on_a_fifth_of_the_time(strategy):
     exhaustive, exhaustive_gpu = run("exhaustive")
@@ -66,6 +73,7 @@ def test_optuna_strategies_get_near_the_optimum_on_a_fifth_of_the_time(strategy)
     assert gpu.now <= 0.25 * exhaustive_gpu.now
 
 
+@needs_optuna
 def test_optuna_search_starts_from_the_seeds():
     gpu = FakeGpu(landscape_ms)
     evaluator = Evaluator(gpu.timer, FAST_BUDGET, clock=gpu.clock)

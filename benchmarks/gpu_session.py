@@ -1,0 +1,98 @@
+"""The GPU session's work, one step per command, each well inside the device's 10-minute limit.
+
+    ./dev gpu install     pip install --no-deps --no-build-isolation -e .  (the device has no network)
+    ./dev gpu tests       the project's tests with the GPU present (GPU-only tests run here)
+    ./dev gpu validate    benchmarks/gpu_validation.py: events, graphs, do_bench, ncu side by side
+    ./dev gpu suite       the benchmark suite once, with telemetry, roofline and static analysis
+    ./dev gpu baseline    the suite three times into baselines/main (a GPU baseline to commit)
+    ./dev gpu tune        benchmarks/tune_matmul_gpu.py (the tuner against exhaustive and autotune)
+    ./dev gpu collectives the collective suite with NCCL on one GPU (world size 1)
+
+Every step writes its log and JSON under $OUT (the device tool's folder that comes back), else
+under .bench-out/. It uses the interpreter it runs under (the device's Python, whose torch and
+triton are already installed); nothing here creates a virtual environment.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = Path(os.environ.get("OUT") or ROOT / ".bench-out")
+PY = sys.executable
+
+
+def run(step: str, *command: str, timeout: int = 540) -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = OUT / f"{step}.log"
+    started = time.perf_counter()
+    with open(log, "w") as stream:
+        try:
+            code = subprocess.run(
+                command, cwd=ROOT, stdout=stream, stderr=subprocess.STDOUT, timeout=timeout
+            ).returncode
+        except subprocess.TimeoutExpired:
+            code = 124
+    tail = log.read_text(errors="replace").strip().splitlines()[-15:]
+    print(f"== {step}: exit {code} in {time.perf_counter() - started:.0f} s ({log})", *tail, sep="\n")
+    return code
+
+
+def pytest(*args: str) -> list[str]:
+    return [PY, "-m", "pytest", "-p", "no:randomly", *args]
+
+
+def _tune_strategy() -> str:
+    """TPE when Optuna is installed; the device has no network and may lack it: random search then."""
+    import importlib.util
+
+    if importlib.util.find_spec("optuna") is not None:
+        return "bayesian"
+    print("optuna is not installed here: the tune step searches at random (say so with its figures)")
+    return "random"
+
+
+STEPS = {
+    "install": lambda: run("install", PY, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", "."),
+    # every failure, not the first: GPU time is too short to rerun for the next one
+    "tests": lambda: run("tests", *pytest("-q", "-n", "4", "tests", "-rs", "--junitxml", str(OUT / "tests.xml"))),
+    "validate": lambda: run(
+        "validate", PY, "benchmarks/gpu_validation.py", "--ncu", "--json", str(OUT / "validation.json")
+    ),
+    "suite": lambda: run(
+        "suite",
+        *pytest("tests/bench", "--bench", f"--bench-json={OUT / 'suite.json'}", f"--bench-html={OUT / 'suite.html'}"),
+    ),
+    "baseline": lambda: max(
+        run(f"baseline-{i}", *pytest("tests/bench", "--bench-save=main", f"--bench-json={OUT / f'save{i}.json'}"))
+        for i in (1, 2, 3)
+    ),
+    "tune": lambda: run(
+        "tune",
+        PY,
+        "benchmarks/tune_matmul_gpu.py",
+        "--strategy",
+        _tune_strategy(),
+        "--results",
+        str(OUT / "tune_matmul_gpu"),
+    ),
+    "collectives": lambda: run(
+        "collectives",
+        *pytest("tests/bench/test_bench_collectives.py", "--bench", f"--bench-json={OUT / 'collectives.json'}"),
+    ),
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in STEPS:
+        print(__doc__)
+        return 2
+    return STEPS[argv[0]]()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
