@@ -66,8 +66,8 @@ MUTATIONS = (
     Mutation(
         "verdicts stripped from saved baselines",
         "pytest_tesserabench/results.py",
-        "replace(r, samples_ms=[], verdict=None)",
-        "replace(r, samples_ms=[])",
+        "replace(r, samples_ms=[], verdict=None, ab=None,",
+        "replace(r, samples_ms=[], ab=None,",
         (WIRING, "tests/gate/test_baseline.py"),
     ),
     Mutation("per-test threshold from the marker", SESSION, "{r.id: threshold for r in records}", "{}", (WIRING,)),
@@ -81,7 +81,7 @@ MUTATIONS = (
     Mutation("not-run count", TERMINAL, "    if not_run:\n", "    if False:\n", (WIRING,)),
     Mutation(
         "noisy note",
-        TERMINAL,
+        "pytest_tesserabench/report/rows.py",
         "if record.stats and record.stats.noisy:",
         "if False:",
         (WIRING, "tests/plugin/test_report.py"),
@@ -90,8 +90,8 @@ MUTATIONS = (
     Mutation(
         "noisy flag from the sampler",
         "pytest_tesserabench/sampling.py",
-        '            result.stop_reason = "max_time"\n            result.noisy = True',
-        '            result.stop_reason = "max_time"',
+        "            result.noisy = stop != _CONVERGED",
+        "            result.noisy = False",
         (WIRING, "tests/plugin/test_sampling.py"),
     ),
     Mutation(
@@ -184,6 +184,34 @@ MUTATIONS = (
         "    if not _is_number(value):\n        raise",
         "    if False:\n        raise",
         ("tests/gate/test_bad_input.py",),
+    ),
+    Mutation(
+        "first benchmarks widened by the canary's move",
+        "pytest_tesserabench/run_effect.py",
+        "Shift(0.0, model.shift_sd**2 + moved**2, source)",
+        "Shift(0.0, model.shift_sd**2, source)",
+        ("tests/gate/test_run_effect.py",),
+    ),
+    Mutation(
+        "the run's canary reaching the shift",
+        "pytest_tesserabench/comparison.py",
+        "run_effect.candidate_shift(self.model, measured, i, canary)",
+        "run_effect.candidate_shift(self.model, measured, i)",
+        ("tests/gate/test_run_effect.py", "tests/plugin/test_run_effect_plugin.py"),
+    ),
+    Mutation(
+        "a suite-wide shift fails the run",
+        "pytest_tesserabench/plugin.py",
+        "if failed or (state.suite is not None and state.suite.failed):",
+        "if failed:",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "A/B sides pinned to one CPU",
+        "pytest_tesserabench/ab/interleave.py",
+        "        os.sched_setaffinity(0, {cpu})\n    except OSError:",
+        "        pass\n    except OSError:",
+        ("tests/plugin/test_ab.py",),
     ),
 )
 

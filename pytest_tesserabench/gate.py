@@ -350,8 +350,13 @@ def _compilers_differ(candidate_machine: dict, baseline_machine: dict) -> str | 
     return None
 
 
-def settle_hint(history: int, noise: float | None) -> str:
+def settle_hint(history: int, noise: float | None, run_shift=None) -> str:
     """What would settle an INCONCLUSIVE verdict."""
+    if run_shift is not None and "canary moved" in run_shift.source:
+        return (
+            "the machine's speed moved since the baseline (canary) and this benchmark ran before "
+            "enough others to measure by how much; a steadier machine, or --bench-ab=REF, settles it"
+        )
     if history < MIN_RECOMMENDED_HISTORY:
         return (
             f"the baseline has {history} run(s) of this benchmark; record at least "
@@ -502,6 +507,8 @@ def compare_runs(
                 notes.append(
                     f"this run's shared shift {math.expm1(run_shift.value) * 100:+.1f}% removed ({run_shift.source})"
                 )
+            elif run_shift is not None and "canary moved" in run_shift.source:
+                notes.append(f"no shared shift removed: {run_shift.source}")
             severity = severity_of(r) if status == "REGRESSED" else None
             if status in ("REGRESSED", "INCONCLUSIVE"):  # not faster: a worse new config counts
                 kernels = kernels.with_config_regressions()
@@ -525,7 +532,7 @@ def compare_runs(
                 noise=noise,
                 history=history,
                 alpha_per_test=config.alpha / max(m, 1),
-                hint_text=settle_hint(history, noise) if status == "INCONCLUSIVE" else None,
+                hint_text=settle_hint(history, noise, run_shift) if status == "INCONCLUSIVE" else None,
             )
     return {bench_id: verdicts[bench_id] for bench_id in ids}
 

@@ -3,6 +3,7 @@ on a fake clock (2 ms a call, 1% noise), so verdicts do not depend on the machin
 real is everything else: the worktree, the reference process, the protocol, the pairing."""
 
 import json
+import os
 import subprocess
 
 import pytest
@@ -173,3 +174,36 @@ def test_the_worktree_goes_even_after_ctrl_c_and_a_killed_runs_is_cleared(repo):
     path.write_text(WORKLOAD)
     repo.runpytest("--bench-ab=main", *ARGS).assert_outcomes(passed=3)
     assert worktrees(repo) == [] and not stale.exists()
+
+
+PINNED = """
+import os, pytest
+
+def test_where(bench):
+    def kernel():
+        with open(os.environ["AFFINITY_LOG"], "a") as log:
+            log.write(f"{os.getpid()} {sorted(os.sched_getaffinity(0))}\\n")
+    bench(kernel)
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2+ CPUs to pin to"
+)
+def test_both_sides_measure_pinned_to_the_same_cpu(pytester, monkeypatch, tmp_path):
+    # vCPUs of one VM differ in speed by tens of percent: two sides left on different CPUs differ
+    # for a reason that is not their code (docs/gate.md)
+    log = tmp_path / "affinity.log"
+    monkeypatch.setenv("AFFINITY_LOG", str(log))
+    git(pytester.path, "init", "-q", "-b", "main")
+    pytester.makepyfile(test_p=PINNED)
+    (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n")
+    commit(pytester.path, "base")
+    pytester.runpytest("--bench-ab=main", "--bench-max-time=0.05", "--bench-warmup=0", "-p", "no:randomly")
+    single_cpu = {}  # pid -> the one-CPU affinities its calls ran under (the first call is unpinned)
+    for line in log.read_text().splitlines():
+        pid, cpus = line.split(" ", 1)
+        single_cpu.setdefault(pid, set()).update([cpus] if "," not in cpus else [])
+    assert len(single_cpu) == 2, single_cpu  # this process and the reference's
+    first, second = single_cpu.values()
+    assert len(first) == 1 and first == second, single_cpu

@@ -1,0 +1,84 @@
+"""History mode's run-effect model through the plugin: five benchmarks on fake clocks whose runs
+share a drift (as a real machine's runs do), a three-run baseline, then candidate runs."""
+
+import pytest
+
+from pytest_tesserabench import canary
+
+# Every benchmark of a run is scaled by SHIFT (the run's shared drift) and by SLOWER_<name> (a
+# change of its own); 1% round noise and 0.3% of benchmark-own drift, seeded per run.
+WORKLOAD = """
+import os, random, time, pytest
+
+RUN = int(os.environ.get("RUN", "0"))
+SHIFT = float(os.environ.get("SHIFT", "1"))
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    now = [0]
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
+    return now
+
+@pytest.mark.parametrize("name", ["a", "b", "c", "d", "e"])
+def test_work(bench, name, fake_clock):
+    rng = random.Random(f"{RUN}-{name}")
+    own = 1 + rng.gauss(0, 0.003)
+    scale = SHIFT * own * float(os.environ.get("SLOWER_" + name, "1"))
+
+    def kernel():
+        fake_clock[0] += int(2e6 * scale * (1 + rng.gauss(0, 0.01)))
+
+    bench(kernel)
+"""
+ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8", "-p", "no:randomly")
+
+
+@pytest.fixture
+def baseline(pytester, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")  # notes on one line
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    for run, shift in enumerate((1.0, 1.03, 0.98)):
+        monkeypatch.setenv("RUN", str(run))
+        monkeypatch.setenv("SHIFT", str(shift))
+        pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=5)
+    monkeypatch.setenv("RUN", "99")
+    return pytester
+
+
+def canary_reads(monkeypatch, ms):
+    monkeypatch.setattr(canary, "measure_canary", lambda samples=canary.CANARY_SAMPLES: [ms] * samples)
+
+
+def test_a_machine_slower_for_every_benchmark_fails_only_the_one_slowed_on_its_own(baseline, monkeypatch):
+    # the whole run +30% (and the canary with it), e (measured last) +30% more on its own
+    monkeypatch.setenv("SHIFT", "1.3")
+    monkeypatch.setenv("SLOWER_e", "1.3")
+    canary_reads(monkeypatch, 2.6)
+    result = baseline.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(["e * REGRESSED (severe) *shared shift +*% removed (4 other benchmarks*"])
+    result.stdout.fnmatch_lines(["d * UNCHANGED *shared shift +*% removed (3 other benchmarks*"])
+    # a, b, c came before three others were measured: no shift to remove yet, and the canary's
+    # +30% move since the baseline makes their +30% uncertain rather than a regression
+    result.stdout.fnmatch_lines(["a * INCONCLUSIVE *no shared shift removed*the canary moved +30.0% since*"])
+    result.stdout.fnmatch_lines(["*INCONCLUSIVE*To settle it: the machine's speed moved since the baseline*"])
+    result.stdout.fnmatch_lines(["suite-wide shift +*% over 5 benchmarks (canary +30.0%*"])
+    assert "FAILED: suite-wide" not in result.stdout.str()
+
+
+def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch):
+    monkeypatch.setenv("SHIFT", "1.3")  # the code got slower everywhere; the canary did not move
+    result = baseline.runpytest("--bench-compare=main", *ARGS)
+    result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks (canary +0.0%*does not explain it"])
+    assert result.ret == 1
+
+
+def test_a_suite_wide_slowdown_fails_the_run_even_when_no_single_test_fails(baseline, monkeypatch):
+    # the code +50% everywhere while the machine moved +15%: the first benchmarks are uncertain by
+    # that move, the later ones have the shared shift removed; the run itself must still fail
+    monkeypatch.setenv("SHIFT", "1.5")
+    canary_reads(monkeypatch, 2.3)
+    result = baseline.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks (canary +15.0%*does not explain it"])
+    assert result.ret == 1
