@@ -15,6 +15,10 @@ autotuner therefore takes the first config left after the kernel's own ``prune_c
 without timing anything. The patch is installed when Triton's autotuner module is imported (an
 import hook, so a session that never imports Triton pays nothing) and acts only while the
 interpreter is on; on a GPU, autotuning is untouched.
+
+The interpreter itself (Triton < 3.7 with NumPy >= 2.4): a program id cannot serve as a Python
+index, so ``range(tl.program_id(0), ...)`` fails; the same import hook gives the interpreter the
+``__index__`` Triton 3.7+ has (``patch_interpreter``), and leaves a Triton that has it alone.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import importlib.abc
 import importlib.machinery
 import os
 import sys
+import warnings
 from dataclasses import dataclass
 
 ENV = "TRITON_INTERPRET"
@@ -31,6 +36,7 @@ ENV = "TRITON_INTERPRET"
 # cache keys the same in every process: they include it).
 FP_FUSION_ENV = "TRITON_DEFAULT_FP_FUSION"
 _AUTOTUNER = "triton.runtime.autotuner"
+_INTERPRETER = "triton.runtime.interpreter"
 
 
 def wanted(mode: str, environ: dict | None = None) -> bool | None:
@@ -117,15 +123,72 @@ def unpatch_autotuner() -> None:
         module.Autotuner._bench = original
 
 
+# -- the interpreter's scalar tensors ---------------------------------------------------------
+def _squeezed_index(tensor) -> int:
+    return int(tensor.handle.data.squeeze())
+
+
+def _index_works(patch_lang_tensor) -> bool:
+    """Whether the interpreter's ``tensor.__index__`` takes a program id (a shape-(1,) array)."""
+    import numpy as np
+
+    class Scope:
+        def __init__(self):
+            self.values = {}
+
+        def set_attr(self, obj, name, value):
+            self.values[name] = value
+
+    class Handle:
+        data = np.array([3], dtype=np.int32)
+
+    class Tensor:
+        handle = Handle()
+
+    scope = Scope()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)  # NumPy < 2.4 only deprecates it
+            patch_lang_tensor(type("tensor", (), {}), scope)
+            return scope.values["__index__"](Tensor()) == 3
+    except (TypeError, DeprecationWarning):
+        return False
+    except Exception:  # noqa: BLE001 - a layout we do not know: leave the interpreter alone
+        return True
+
+
+def patch_interpreter(module) -> None:
+    """Triton < 3.7's interpreter has ``tensor.__index__ = int(self.handle.data)``; a program id is
+    a shape-(1,) array, which NumPy >= 2.4 refuses to convert ("only 0-dimensional arrays can be
+    converted to Python scalars"), so ``range(tl.program_id(0), n, tl.num_programs(0))`` fails.
+    Triton 3.7+ squeezes the array first; do the same where the interpreter does not."""
+    current = getattr(module, "_patch_lang_tensor", None)
+    if current is None or hasattr(current, "__tesserabench_original__") or _index_works(current):
+        return
+
+    def _patch_lang_tensor(tensor, scope):
+        current(tensor, scope)
+        scope.set_attr(tensor, "__index__", _squeezed_index)  # restored with the interpreter's own
+
+    # Kept for the life of the process (never undone in `restore`): a session run inside this one
+    # (pytester) restores its own switch while this one still interprets.
+    _patch_lang_tensor.__tesserabench_original__ = current
+    module._patch_lang_tensor = _patch_lang_tensor
+
+
+_PATCHES = {_AUTOTUNER: patch_autotuner, _INTERPRETER: patch_interpreter}
+
+
 class _PatchOnImport(importlib.abc.MetaPathFinder):
-    """Patches Triton's autotuner as soon as it is imported (or now, if it already is)."""
+    """Patches Triton's autotuner and interpreter as soon as they are imported (or now, if they are)."""
 
     @classmethod
     def install(cls) -> _PatchOnImport:
         finder = cls()
-        if _AUTOTUNER in sys.modules:
-            patch_autotuner(sys.modules[_AUTOTUNER])
-        else:
+        for name, patch in _PATCHES.items():
+            if name in sys.modules:
+                patch(sys.modules[name])
+        if not all(name in sys.modules for name in _PATCHES):
             sys.meta_path.insert(0, finder)
         return finder
 
@@ -135,7 +198,8 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         unpatch_autotuner()
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != _AUTOTUNER:
+        patch = _PATCHES.get(fullname)
+        if patch is None:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
         if spec is None or spec.loader is None:
@@ -144,7 +208,7 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
 
         def exec_module(module):
             original_exec(module)
-            patch_autotuner(module)
+            patch(module)
 
         spec.loader.exec_module = exec_module  # this spec's own loader instance
         return spec
