@@ -113,16 +113,6 @@ def patch_autotuner(module) -> None:
         autotuner._bench = _deterministic_bench(current)
 
 
-def unpatch_autotuner() -> None:
-    module = sys.modules.get(_AUTOTUNER)
-    if module is None:
-        return
-    current = module.Autotuner.__dict__.get("_bench")
-    original = getattr(current, "__tesserabench_original__", None)
-    if original is not None:
-        module.Autotuner._bench = original
-
-
 # -- the interpreter's scalar tensors ---------------------------------------------------------
 def _squeezed_index(tensor) -> int:
     return int(tensor.handle.data.squeeze())
@@ -193,9 +183,10 @@ class _PatchOnImport(importlib.abc.MetaPathFinder):
         return finder
 
     def uninstall(self) -> None:
+        # The patches stay for the process: they act only while the interpreter is on, and undoing
+        # them at one session's end would undo them for an outer session too (pytester in-process).
         if self in sys.meta_path:
             sys.meta_path.remove(self)
-        unpatch_autotuner()
 
     def find_spec(self, fullname, path, target=None):
         patch = _PATCHES.get(fullname)

@@ -57,3 +57,17 @@ def test_the_installed_triton_interpreter_takes_a_program_id_as_index():
     module = pytest.importorskip("triton.runtime.interpreter")
     interpret.patch_interpreter(module)
     assert _index_of(module._patch_lang_tensor, np.array([5], dtype=np.int32)) == 5
+
+
+def test_an_inner_session_leaves_the_outer_sessions_autotuner_patch(pytester):
+    if not interpret.interpreting():
+        pytest.skip("the outer session runs kernels on a GPU: nothing is patched")
+    import triton.runtime.autotuner as autotuner
+
+    def patched():
+        return hasattr(autotuner.Autotuner.__dict__["_bench"], "__tesserabench_original__")
+
+    assert patched()
+    pytester.makepyfile("def test_nothing(): pass")
+    pytester.runpytest_inprocess("-p", "no:randomly").assert_outcomes(passed=1)
+    assert patched()  # the inner session's end must not undo the outer session's deterministic autotuning
