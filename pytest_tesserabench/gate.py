@@ -307,6 +307,26 @@ def log_centre(record: BenchRecord) -> float | None:
     return float(centre_of(rounds)) if rounds.size else None
 
 
+def untimed_verdict(bench_id: str, kernels, reason: str, **fields) -> Verdict:
+    """The verdict of a benchmark whose timings are not compared (``reason``): its kernel figures
+    decide, with no timing to excuse a config that lost occupancy or spills."""
+    figures = kernels.with_config_regressions()
+    if figures.regressions:
+        status = "REGRESSED"
+    elif figures.compared:
+        status, reason = "UNCHANGED", f"kernel figures compared; timings not ({reason})"
+    else:
+        status, reason = "NOT_GATED", f"timings not compared ({reason}); no kernel figures to compare"
+    return Verdict(
+        id=bench_id,
+        status=status,
+        severity=figures.severity,
+        reasons=figures.reasons,
+        notes=(reason, *kernels.notes),
+        **fields,
+    )
+
+
 def severity_of(ratio: float) -> str:
     change = ratio - 1.0
     for bound, name in SEVERITY_BOUNDS:
@@ -460,20 +480,7 @@ def compare_runs(
         elif len(timers) > 1:
             reason = f"timers differ: {base[-1].timer} in the baseline, {cand[-1].timer} now"
         if reason is not None:
-            # No timing to excuse a config that lost occupancy or spills: the figures decide.
-            figures = kernels.with_config_regressions()
-            if figures.regressions:
-                status = "REGRESSED"
-            elif figures.compared:
-                status, reason = "UNCHANGED", f"kernel figures compared; timings not ({reason})"
-            else:
-                status, reason = "NOT_GATED", f"timings not compared ({reason}); no kernel figures to compare"
-            verdicts[bench_id] = Verdict(
-                status=status,
-                severity=figures.severity,
-                notes=(reason, *kernels.notes),
-                **{**common, "reasons": figures.reasons},
-            )
+            verdicts[bench_id] = untimed_verdict(bench_id, kernels, reason, history=history)
             continue
         base_indexed = [(j, rec) for j, rec in _indexed(baseline_runs, bench_id) if rec.measured_rounds]
         base_shifts = [model.run_shifts[j] for j, _ in base_indexed] if model is not None else None

@@ -25,6 +25,10 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
             notes = (f"not compared with {where}: {ab.get('unpaired', 'not measured there')}", *kernels.notes)
             verdicts[record.id] = Verdict(id=record.id, status="NEW", notes=notes)
             continue
+        if "interpreter" in (record.timer, reference.get("timer")):
+            # CPU time of Python emulating a GPU says nothing about the kernel: figures only
+            verdicts[record.id] = gate.untimed_verdict(record.id, kernels, "timed in the Triton interpreter")
+            continue
         reference_rounds = ab.get("reference_rounds_ms") or []
         notes = list(kernels.notes)
         if ab.get("settle_s"):

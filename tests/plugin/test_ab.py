@@ -207,3 +207,48 @@ def test_both_sides_measure_pinned_to_the_same_cpu(pytester, monkeypatch, tmp_pa
     assert len(single_cpu) == 2, single_cpu  # this process and the reference's
     first, second = single_cpu.values()
     assert len(first) == 1 and first == second, single_cpu
+
+
+TRITON_WORKLOAD = """
+import time
+import torch
+import triton
+import triton.language as tl
+
+DELAY = 0.0
+
+
+@triton.jit
+def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+
+def add(x, y):
+    time.sleep(DELAY)
+    out = torch.empty_like(x)
+    _add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
+    return out
+
+
+def test_add(bench):
+    bench(add, torch.randn(1024), torch.randn(1024))
+"""
+
+
+def test_timings_of_kernels_run_in_the_interpreter_are_not_gated(pytester):
+    pytest.importorskip("triton")
+    from pytest_tesserabench import machine
+
+    if machine.gpu_plausibly_present():
+        pytest.skip("the interpreter path: needs a machine without a GPU")
+    git(pytester.path, "init", "-q", "-b", "main")
+    pytester.makepyfile(test_t=TRITON_WORKLOAD)
+    (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n")
+    commit(pytester.path, "base")
+    path = pytester.path / "test_t.py"
+    path.write_text(path.read_text().replace("DELAY = 0.0", "DELAY = 0.003"))  # far slower, in CPU time
+    result = pytester.runpytest_subprocess("--bench-ab=main", *ARGS)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*timings not (timed in the Triton interpreter)*"])
