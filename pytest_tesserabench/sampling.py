@@ -23,8 +23,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pytest_tesserabench import stats
 from pytest_tesserabench.ranks import SOLO, Ranks
+
+
+def _stats():
+    """The statistics module (numpy), imported when something is measured: a pytest run without
+    --bench loads this module and must not pay for numpy."""
+    from pytest_tesserabench import stats
+
+    return stats
+
 
 # Rounds last about max_time / ROUNDS_PER_BUDGET, so a converging benchmark gets this many rounds.
 ROUNDS_PER_BUDGET = 20
@@ -72,6 +80,8 @@ class Measurement:
         return len(self.samples_ms) * self.inner_loops
 
     def summary(self) -> dict:
+        from pytest_tesserabench import stats
+
         return stats.summarize(self.rounds_ms, self.samples_ms, noisy=self.noisy)
 
 
@@ -151,7 +161,7 @@ def measure(
         result.samples_ms.extend(samples)
         result.rounds_ms.append(statistics.median(samples))
         if on_round is not None:
-            halfwidth = stats.relative_ci_halfwidth(result.rounds_ms)
+            halfwidth = _stats().relative_ci_halfwidth(result.rounds_ms)
             on_round(result.rounds_ms, elapsed, halfwidth if math.isfinite(halfwidth) else None)
         stop = _stop_code(result.rounds_ms, elapsed, budget)
         if ranks.size > 1:
@@ -166,7 +176,7 @@ def measure(
 
 def _stop_code(rounds_ms: list[float], elapsed: float, budget: Budget) -> int:
     enough_rounds = len(rounds_ms) >= budget.min_rounds
-    if enough_rounds and stats.relative_ci_halfwidth(rounds_ms) <= budget.target_ci:
+    if enough_rounds and _stats().relative_ci_halfwidth(rounds_ms) <= budget.target_ci:
         return _CONVERGED
     if enough_rounds and elapsed >= budget.max_time:
         return _MAX_TIME

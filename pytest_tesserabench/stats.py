@@ -11,7 +11,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import stats as _scipy_stats
 
 CONFIDENCE = 0.95
 
@@ -25,6 +24,8 @@ def _median_ci_ranks(n: int, confidence: float) -> tuple[int, int]:
     """
     if n < 2:
         return 0, max(n - 1, 0)
+    from scipy import stats as _scipy_stats  # here: a second of import that plain pytest must not pay
+
     tail = (1.0 - confidence) / 2.0
     # Largest k with P(Binomial(n, 1/2) <= k - 1) <= tail: then [X_(k), X_(n-k+1)] (1-based) covers.
     k = int(_scipy_stats.binom.ppf(tail, n, 0.5))

@@ -58,3 +58,21 @@ def test_importing_the_plugin_imports_nothing_heavy():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_run_without_bench_imports_nothing_heavy(pytester):
+    # The whole configure/collect/run path, not only the import: a plain `pytest` stays cheap.
+    pytester.makepyfile(
+        """
+        import sys
+
+        def test_plain(bench):
+            bench(lambda: None)
+
+        def test_zz_nothing_heavy_was_imported():
+            heavy = [m for m in ('torch', 'triton', 'numpy', 'scipy', 'rich') if m in sys.modules]
+            assert heavy == []
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:xdist")
+    result.assert_outcomes(passed=2)
