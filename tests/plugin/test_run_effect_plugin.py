@@ -82,3 +82,32 @@ def test_a_suite_wide_slowdown_fails_the_run_even_when_no_single_test_fails(base
     result.assert_outcomes(passed=5)
     result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks (canary +15.0%*does not explain it"])
     assert result.ret == 1
+
+
+def canary_during_the_run(monkeypatch, start_ms, local_ms):
+    """The canary reads ``start_ms`` at the start and end of the run, ``local_ms`` right before
+    each compared benchmark."""
+    monkeypatch.setattr(
+        canary,
+        "measure_canary",
+        lambda samples=canary.CANARY_SAMPLES: [start_ms if samples == canary.CANARY_SAMPLES else local_ms] * samples,
+    )
+
+
+def test_a_regression_the_machines_own_slowdown_explains_is_held_back(baseline, monkeypatch):
+    monkeypatch.setenv("SLOWER_b", "1.25")
+    canary_during_the_run(monkeypatch, 2.0, 2.6)  # the machine +30% slower while the benchmarks ran
+    result = baseline.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(
+        ["b * INCONCLUSIVE *the machine was +30% slower than at the start*not a regression of its own*"]
+    )
+    result.stdout.fnmatch_lines(["*To settle it: re-run on a quieter machine*"])
+
+
+def test_a_machine_that_got_faster_during_the_run_is_not_said(baseline, monkeypatch):
+    # the start canary ran on a CPU still clocking up: every later canary reads faster
+    canary_during_the_run(monkeypatch, 2.6, 2.0)
+    result = baseline.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=5)
+    assert "the machine was" not in result.stdout.str()
