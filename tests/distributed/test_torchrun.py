@@ -126,7 +126,7 @@ def test_rank1_raises_while_measured(bench, dist):
 
     def step():
         calls.append(1)
-        if dist.rank == 1 and len(calls) > 20:
+        if dist.rank == 1 and len(calls) > 3:  # inside the measurement, however slow the machine
             raise ValueError("boom on rank 1")
         td.all_reduce(torch.ones(4))
 
