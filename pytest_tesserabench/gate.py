@@ -248,7 +248,9 @@ def decide(
     level = config.alpha / max(int(m), 1)
     regressed = (p_slower < level) & (ci_high >= theta)
     improved = (p_faster < level) & (ci_low <= -theta)
-    inconclusive = ~regressed & (diff >= theta)
+    # UNCHANGED only when a slowdown beyond the threshold is ruled out: an interval that still
+    # reaches it is "cannot tell", however small the point estimate (as A/B's paired rule decides)
+    inconclusive = ~regressed & ~improved & ((diff >= theta) | (ci_high >= np.log1p(base_threshold)))
     status = np.where(
         regressed, "REGRESSED", np.where(improved, "IMPROVED", np.where(inconclusive, "INCONCLUSIVE", "UNCHANGED"))
     )

@@ -153,6 +153,16 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
         state.measurer = LocalMeasurer()
 
 
+SETTLE_NARROWING = 0.9  # a settling chunk must narrow the interval by 10% to earn the next
+
+
+def _ci_width(verdict) -> float:
+    import math
+
+    low, high = verdict.ci if verdict.ci else (None, None)
+    return math.log(high / low) if low and high and low > 0 else math.inf
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -433,16 +443,22 @@ class SessionHooks:
             return verdicts
         chunk = max(settle_time / 4, 0.05)
         for record in records:
-            spent = 0.0
+            spent, narrowing = 0.0, True
             while verdicts.get(record.id) is not None and verdicts[record.id].status == "INCONCLUSIVE":
-                if spent >= settle_time or not fixture.settle(record, chunk):
+                if spent >= settle_time or not narrowing or not fixture.settle(record, chunk):
                     break
                 spent += chunk
+                before = _ci_width(verdicts[record.id])
                 verdicts.update(self.state.judge([record], fixture.threshold))
+                # More rounds shrink only the within-run part: once drift between runs dominates,
+                # measuring on does not decide anything (stop within a chunk of seeing it)
+                narrowing = _ci_width(verdicts[record.id]) < SETTLE_NARROWING * before
             if spent:
                 record.sampling = replace(record.sampling, settle_s=spent)
                 verdict = verdicts[record.id]
                 outcome = "decided" if verdict.status != "INCONCLUSIVE" else "still undecided"
+                if verdict.status == "INCONCLUSIVE" and not narrowing:
+                    outcome += " (more rounds no longer narrow it: the drift between runs dominates)"
                 verdicts[record.id] = replace(
                     verdict, notes=(*verdict.notes, f"settled: {spent:.1f} s more, {outcome}")
                 )

@@ -254,3 +254,25 @@ def test_a_new_config_that_spills_regresses_unless_its_timing_shows_it_is_not_sl
     # Timed and slower: the new config's losses join the timing's regression.
     slower = compare_runs(make_runs(1, rng, kernels=worse, scale={IDS[0]: 1.3}), make_runs(3, rng, kernels=old))[IDS[0]]
     assert slower.status == "REGRESSED" and "kernel k (sm_90): the new config spills 664 B" in slower.reasons
+
+
+def test_unchanged_only_when_a_slowdown_past_the_threshold_is_ruled_out(rng):
+    def runs(n, drift):  # each benchmark drifting on its own between runs
+        return [
+            {
+                "schema": 1,
+                "benchmarks": {
+                    i: {"timer": "cpu", "rounds_ms": (np.exp(rng.normal(0, drift) + rng.normal(0, 0.01, 12))).tolist()}
+                    for i in IDS
+                },
+            }
+            for _ in range(n)
+        ]
+
+    # runs that drift 6% apart: an unchanged candidate cannot be told from +10%, and says so
+    noisy = compare_runs(runs(1, 0.0), runs(3, 0.06), GateConfig())
+    assert {v.status for v in noisy.values()} == {"INCONCLUSIVE"}
+    assert all(v.ci[1] >= 1.05 and not v.failed for v in noisy.values())
+    quiet = compare_runs(runs(1, 0.0), runs(3, 0.002), GateConfig())
+    assert {v.status for v in quiet.values()} == {"UNCHANGED"}
+    assert all(v.ci[1] < 1.05 for v in quiet.values())

@@ -94,6 +94,17 @@ def test_an_inconclusive_verdict_is_a_warning_with_what_would_settle_it(project,
     result.stdout.fnmatch_lines(["*PytestWarning: test_w.py::test_work[[]a[]]: INCONCLUSIVE*To settle it: *"])
 
 
+def test_settling_stops_when_more_rounds_no_longer_narrow_the_interval(project, monkeypatch, tmp_path):
+    monkeypatch.setenv("DRIFT", "0.1")  # the interval is the runs' drift: rounds cannot narrow it
+    save_runs(project, monkeypatch)
+    monkeypatch.setenv("SLOWER_a", "1.25")
+    result, run = run_json(project, tmp_path, "--bench-compare=main", "--bench-settle-time=2")
+    record = run["benchmarks"]["test_w.py::test_work[a]"]
+    assert record["verdict"]["status"] == "INCONCLUSIVE"
+    assert record["sampling"]["settle_s"] == pytest.approx(0.5)  # one chunk of 2 s / 4, not four
+    result.stdout.fnmatch_lines(["*settled: 0.5 s more, still undecided (more rounds no longer narrow it*"])
+
+
 def test_the_canary_is_timed_at_start_and_end(project, tmp_path):
     _, run = run_json(project, tmp_path, "--bench")
     assert len(run["canary_ms"]) == 2 * canary.CANARY_SAMPLES
