@@ -530,7 +530,8 @@ def compare_runs(
                 id=bench_id,
                 status=status,
                 baseline_ms=math.exp(float(nc.base_centre[0])),
-                candidate_ms=math.exp(float(nc.cand_centre[0])),
+                # what was measured: the change beside it is the shift-corrected one (the note says so)
+                candidate_ms=math.exp(float(nc.cand_centre[0]) + (run_shift.value if run_shift is not None else 0.0)),
                 ratio=r,
                 ci=(math.exp(float(dec.ci_low[i])), math.exp(float(dec.ci_high[i]))),
                 p_value=float(dec.p_slower[i]),

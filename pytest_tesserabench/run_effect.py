@@ -183,3 +183,27 @@ def suite_shift(
     q = float(stats.t.ppf(0.975, df))
     failed = p_value < alpha and unexplained - q * sd > 0 and unexplained >= math.log1p(threshold)
     return SuiteShift(shift, canary, (unexplained - q * sd, unexplained + q * sd), p_value, len(values), failed)
+
+
+def compare_run(candidate, baseline_runs: list, config) -> dict:
+    """A whole run judged as the plugin judged it while measuring (for `tesserabench compare` and
+    `report`): the baseline's model, each benchmark's shift from the benchmarks before it in the
+    run (the file keeps the order they were measured in), the run's canary for the first ones.
+    Without a model (fewer than MIN_BENCHMARKS benchmarks), the plain rule."""
+    from pytest_tesserabench import gate
+
+    canaries = [math.log(c) for c in (gate.canary_centre([run]) for run in baseline_runs) if c]
+    model = fit(gate.run_centres(baseline_runs), len(baseline_runs), canaries)
+    if model is None:
+        return gate.compare_runs([candidate], baseline_runs, config)
+    canary = gate.canary_centre([candidate])
+    log_canary = math.log(canary) if canary else None
+    measured: dict[str, float] = {}
+    shifts = {}
+    for bench_id, record in candidate.benchmarks.items():
+        centre = gate.log_centre(record)
+        if centre is not None:
+            measured[bench_id] = centre
+        shifts[bench_id] = candidate_shift(model, measured, bench_id, log_canary)
+    priors = gate.baseline_priors(baseline_runs, config.between_run_floor, model)
+    return gate.compare_runs([candidate], baseline_runs, config, model=model, shifts=shifts, priors=priors)

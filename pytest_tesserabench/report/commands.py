@@ -220,7 +220,7 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
 
 
 def compare_command(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench import files
+    from pytest_tesserabench import files, run_effect
     from pytest_tesserabench.gate import canary_ratio, compare_runs
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
     from pytest_tesserabench.report.data import ReportData
@@ -235,7 +235,10 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     sources = load_sources(args.runs, args.dir)
     old_runs = [run for source in sources[:-1] for run in source.runs]
     new_runs = sources[-1].runs
-    verdicts = compare_runs(new_runs, old_runs, _gate_config(args))
+    if len(new_runs) == 1:  # one run: judged as the plugin judged it (the run-effect model)
+        verdicts = run_effect.compare_run(new_runs[0], old_runs, _gate_config(args))
+    else:
+        verdicts = compare_runs(new_runs, old_runs, _gate_config(args))
     old_machine, new_machine = old_runs[-1].machine, new_runs[-1].machine
     for key in ("device", "arch", "cpu"):
         if old_machine.get(key) != new_machine.get(key) and (old_machine.get(key) or new_machine.get(key)):
@@ -275,8 +278,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
 
 # -- report ---------------------------------------------------------------------------------------------
 def report_command(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench import files
-    from pytest_tesserabench.gate import compare_runs
+    from pytest_tesserabench import files, run_effect
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.plots import PlotError, missing_dependency
 
@@ -292,7 +294,7 @@ def report_command(args: argparse.Namespace, out, err) -> int:
     if not any(r.stats is not None for r in run.benchmarks.values()):
         raise CommandError(f"{args.run}: holds no measured benchmark; nothing to plot")
     if history:
-        verdicts = compare_runs([run], history, _gate_config(args))
+        verdicts = run_effect.compare_run(run, history, _gate_config(args))
         described = ", ".join(s.label for s in sources[1:]) or f"the earlier runs of {sources[0].label}"
     else:  # a run made with --bench-compare keeps its verdicts
         verdicts = {i: r.verdict for i, r in run.benchmarks.items() if r.verdict is not None}

@@ -111,3 +111,29 @@ def test_a_machine_that_got_faster_during_the_run_is_not_said(baseline, monkeypa
     result = baseline.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=5)
     assert "the machine was" not in result.stdout.str()
+
+
+def test_tesserabench_compare_judges_a_run_file_as_the_plugin_did(baseline, monkeypatch, tmp_path, capsys):
+    import json
+
+    from pytest_tesserabench.cli import main
+
+    monkeypatch.setenv("SHIFT", "1.3")
+    monkeypatch.setenv("SLOWER_e", "1.3")
+    canary_reads(monkeypatch, 2.6)
+    out = tmp_path / "run.json"
+    baseline.runpytest("--bench-compare=main", f"--bench-json={out}", *ARGS)
+    run = json.loads(out.read_text())["benchmarks"]
+    e = run["test_kernels.py::test_work[e]"]
+    # "now" is what was measured (2 ms x 1.3 x 1.3), the change the shift-corrected one
+    assert e["verdict"]["candidate_ms"] == pytest.approx(e["stats"]["median_ms"], rel=0.02)
+    assert e["verdict"]["ratio"] == pytest.approx(1.3, rel=0.05)
+    capsys.readouterr()
+    assert main(["compare", "main", str(out), "--dir", str(baseline.path / "baselines")]) == 1
+    text = capsys.readouterr().out
+    for bench_id, record in run.items():
+        name = bench_id.split("[")[1].rstrip("]")
+        assert any(line.startswith(f"{name} ") and record["verdict"]["status"] in line for line in text.splitlines()), (
+            bench_id,
+            text,
+        )
