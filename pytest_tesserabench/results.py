@@ -263,14 +263,19 @@ class Sampling:
         )
 
 
-def _pct(ratio: float) -> str:
+def _pct(ratio: float, as_factor: bool | None = None) -> str:
     """A change as a percentage; past 3x either way as a factor ('12.4x', '0.05x'), which reads
-    better than +1140.0% or -95.0%."""
-    if ratio >= 3:
-        return f"{ratio:.3g}x"
-    if 0 < ratio <= 1 / 3:
-        return f"{ratio:.2g}x"
+    better than +1140.0% or -95.0%. ``as_factor`` forces one form (an interval and its point
+    share one)."""
+    if as_factor is None:
+        as_factor = _past_factor(ratio)
+    if as_factor:
+        return f"{ratio:.3g}x" if ratio >= 1 else f"{ratio:.2g}x"
     return f"{(ratio - 1.0) * 100:+.1f}%"
+
+
+def _past_factor(ratio: float) -> bool:
+    return ratio >= 3 or 0 < ratio <= 1 / 3
 
 
 @dataclass(frozen=True)
@@ -305,9 +310,10 @@ class Verdict:
         """'+15.1% [+12.0%, +18.3%]', or '-' when there is no timing comparison."""
         if self.ratio is None:
             return "-"
-        text = _pct(self.ratio)
+        factor = any(_past_factor(r) for r in (self.ratio, *(self.ci or ())))  # one form for all three
+        text = _pct(self.ratio, factor)
         if self.ci is not None:
-            text += f" [{_pct(self.ci[0])}, {_pct(self.ci[1])}]"
+            text += f" [{_pct(self.ci[0], factor)}, {_pct(self.ci[1], factor)}]"
         return text
 
     def line(self) -> str:

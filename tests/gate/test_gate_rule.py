@@ -276,3 +276,15 @@ def test_unchanged_only_when_a_slowdown_past_the_threshold_is_ruled_out(rng):
     quiet = compare_runs(runs(1, 0.0), runs(3, 0.002), GateConfig())
     assert {v.status for v in quiet.values()} == {"UNCHANGED"}
     assert all(v.ci[1] < 1.05 for v in quiet.values())
+
+
+def test_a_change_and_its_interval_read_in_one_form():
+    from pytest_tesserabench.results import Verdict
+
+    def text(ratio, low, high):
+        return Verdict(id="x", status="UNCHANGED", ratio=ratio, ci=(low, high)).change_text()
+
+    assert text(1.151, 1.12, 1.183) == "+15.1% [+12.0%, +18.3%]"
+    assert text(12.4, 11.0, 13.0) == "12.4x [11x, 13x]"
+    # an interval reaching past 3x either way turns the whole change into factors, never a mix
+    assert text(0.674, 0.3, 1.501) == "0.67x [0.3x, 1.5x]"
