@@ -231,7 +231,12 @@ def row_labels(records: Sequence[BenchRecord]) -> tuple[str, list[str]]:
 def group_title(key: str, shared: str, shared_notes: Sequence[str]) -> str:
     """A group's header: its key, what its rows' ids share (when the key does not already say
     it) and the notes every row has."""
-    title = key if not shared or shared in key else f"{key}  ({shared})"
+    if not shared or shared in key:
+        title = key
+    elif shared.startswith(key):  # e.g. a group of one: its whole id says the key too
+        title = shared
+    else:
+        title = f"{key}  ({shared})"
     return f"{title} — {', '.join(shared_notes)}" if shared_notes else title
 
 

@@ -223,3 +223,10 @@ def test_comparison_keeps_every_reason_visible_and_ids_whole():
         assert regressed[0].text.startswith("(first call)  REGRESSED")
         assert appears_whole_or_shortened(nodeid, lines[0].text)  # the group's header: the test
         assert text.index("REGRESSED") < text.index("UNCHANGED")
+
+
+def test_a_group_of_one_is_titled_by_its_id_once():
+    from pytest_tesserabench.report.rows import group_title
+
+    assert group_title("t.py::test_x", "t.py::test_x[R128-C1024]", []) == "t.py::test_x[R128-C1024]"
+    assert group_title("t.py::test_x", "R128", []) == "t.py::test_x  (R128)"  # what rows share, beside the key
