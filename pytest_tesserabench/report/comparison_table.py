@@ -34,6 +34,10 @@ COLUMNS = (
     Column("p", "p", drop=1),
     Column("runs", "runs", drop=1),
 )
+# A/B: the other side is the reference measured in this job, and the count is of pairs
+AB_COLUMNS = tuple(
+    Column(c.key, {"baseline": "ref", "runs": "pairs"}.get(c.key, c.header), c.align, c.drop) for c in COLUMNS
+)
 
 
 def software_differences(candidate_machine: Mapping | None, baseline_machine: Mapping | None) -> list[str]:
@@ -84,6 +88,7 @@ def comparison_lines(
     records: Mapping[str, BenchRecord] | None = None,
     width: int = 120,
     canary: bool = True,
+    paired: bool = False,
 ) -> list[Line]:
     """The comparison section. ``records`` (id -> record, from this run or the baseline) name
     each verdict's group; a verdict without one is a group of its own."""
@@ -106,7 +111,7 @@ def comparison_lines(
         if out:
             out.append(Line(""))
         out.append(Line(shorten_middle(R.group_title(key, shared, []), width), "bold"))
-        table = render_table("benchmark", COLUMNS, rows, width, details_apart=True)
+        table = render_table("benchmark", AB_COLUMNS if paired else COLUMNS, rows, width, details_apart=True)
         out.extend(table.lines)
         out.extend(hidden_note(table, width))
     out.append(Line(""))

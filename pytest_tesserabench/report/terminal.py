@@ -186,7 +186,13 @@ def _write_ab_section(terminalreporter, state, width: int) -> None:
     terminalreporter.write_sep("-", f"A/B: {state.reference.describe()}")
     records = {**state.ab_missing_records, **state.records}
     for line in comparison_lines(
-        state.all_verdicts(), records=records, version_diffs=[], canary_ratio=None, width=width, canary=False
+        state.all_verdicts(),
+        records=records,
+        version_diffs=[],
+        canary_ratio=None,
+        width=width,
+        canary=False,
+        paired=True,
     ):
         terminalreporter.write_line(line.text, **line.markup())
     compared = [r for r in state.records.values() if r.ab and r.ab.get("decision")]

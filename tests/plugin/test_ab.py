@@ -72,6 +72,7 @@ def test_a_slowdown_fails_exactly_its_test_and_both_sides_are_recorded(repo, tmp
         ]
     )
     result.stdout.fnmatch_lines(["*1 regressed, 2 unchanged*", "A/B: 3 benchmark(s) compared in * pairs of blocks*"])
+    result.stdout.fnmatch_lines(["benchmark  verdict * change ?CI95? * ref * now * p * pairs"])  # not "runs"
     run = json.loads(out.read_text())["benchmarks"]
     b = run["test_w.py::test_work[b]"]
     assert b["verdict"]["status"] == "REGRESSED" and 1.25 < b["verdict"]["ratio"] < 1.35
