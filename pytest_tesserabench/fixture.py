@@ -87,7 +87,11 @@ class Bench:
             )
         self._names.add(name)
         if not self.enabled:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except TypeError as exc:
+                _typo_hint(exc, kwargs)
+                raise
         return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
 
     def json_problem(self) -> str | None:
@@ -114,6 +118,7 @@ class Bench:
             with instruments.capture_kernels() as launches:
                 result = fn(*args, **kwargs)
         except BaseException as exc:  # the test fails with the function's own exception
+            _typo_hint(exc, kwargs)
             _explain(exc, fn, name, "its first call")
             raise
         interpreted = bool(launches) and any(getattr(launch, "interpreted", False) for launch in launches)
@@ -277,6 +282,24 @@ class Bench:
         from pytest_tesserabench import machine
 
         return machine.cuda_capability() is not None
+
+
+BENCH_KEYWORDS = ("flops", "bytes", "name", "comm_bytes", "bus_factor")
+
+
+def _typo_hint(exc: BaseException, kwargs: dict) -> None:
+    """bench(fn, flop=...) passes ``flop`` on to fn, which refuses it: say which of bench's own
+    keywords was probably meant."""
+    import difflib
+
+    if not isinstance(exc, TypeError) or not hasattr(exc, "add_note"):
+        return
+    for key in kwargs:
+        close = difflib.get_close_matches(key, BENCH_KEYWORDS, n=1, cutoff=0.75)
+        if close and f"'{key}'" in str(exc):
+            exc.add_note(
+                f"tesserabench: {key}= was passed on to the function; did you mean bench(..., {close[0]}=...)?"
+            )
 
 
 def _explain(exc: BaseException, fn, name: str | None, when: str) -> None:

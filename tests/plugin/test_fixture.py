@@ -87,6 +87,20 @@ def test_bad_flops_is_refused(pytester, fast):
     result.stdout.fnmatch_lines(["*bench(flops=-5): expected a non-negative number of flops*"])
 
 
+@pytest.mark.parametrize("measure", [False, True])
+def test_a_misspelt_bench_keyword_is_named(pytester, fast, measure):
+    pytester.makepyfile("""
+        def add(a, b):
+            return a + b
+
+        def test_a(bench):
+            bench(add, 1, 2, flop=3)
+    """)
+    result = pytester.runpytest(*(("--bench", *fast) if measure else ()))
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*flop= was passed on to the function; did you mean bench(..., flops=...)?*"])
+
+
 def test_a_function_that_raises_errors_the_test_and_records_nothing(pytester, fast, tmp_path):
     out = tmp_path / "run.json"
     pytester.makepyfile("""
