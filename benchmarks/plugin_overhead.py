@@ -32,14 +32,16 @@ def empty():
 
 def per_call_overhead(n: int = 200_000) -> tuple[float, float]:
     """ns per call of empty() directly and through a disabled bench (best of 5 passes each)."""
-    fixture = Bench(
-        instruments=None,
-        measurer=sampling.LocalMeasurer(),
-        nodeid="x",
-        params={},
-        group="g",
-        settings=Settings(enabled=False),
-    )
+
+    def fresh_fixture():  # one test's fixture: each of its calls needs its own name
+        return Bench(
+            instruments=None,
+            measurer=sampling.LocalMeasurer(),
+            nodeid="x",
+            params={},
+            group="g",
+            settings=Settings(enabled=False),
+        )
 
     def direct():
         t0 = time.perf_counter_ns()
@@ -47,10 +49,10 @@ def per_call_overhead(n: int = 200_000) -> tuple[float, float]:
             empty()
         return (time.perf_counter_ns() - t0) / n
 
-    names = [f"call{i}" for i in range(n)]  # each call of one test needs its own name
+    names = [f"call{i}" for i in range(n)]
 
     def through_bench():
-        fixture._names.clear()  # a fresh test's fixture, without the cost of building one
+        fixture = fresh_fixture()
         t0 = time.perf_counter_ns()
         for name in names:
             fixture(empty, name=name)

@@ -564,18 +564,22 @@ def _tuning_work(config, problem: Problem) -> Work:
     )
 
 
-def _tuning_runner(problem: Problem, device):
-    """Inputs allocated once; ``config -> call`` launching the pointer kernel with it."""
-    import torch
+def _runner_for(launch):
+    """``(problem, device) -> (config -> call)``: inputs allocated once, ``launch`` run with a config."""
 
-    from pytest_tesserabench.tuning.tunable import torch_dtype
+    def runner(problem: Problem, device):
+        import torch
 
-    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
-    dtype = torch_dtype(problem.dtypes[0])
-    a = torch.randn(M, K, device=device).to(dtype)
-    b = torch.randn(K, N, device=device).to(dtype)
-    c = torch.empty(M, N, device=device, dtype=dtype)
-    return lambda config: lambda: _launch_pointer(a, b, c, config=config)
+        from pytest_tesserabench.tuning.tunable import torch_dtype
+
+        M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
+        dtype = torch_dtype(problem.dtypes[0])
+        a = torch.randn(M, K, device=device).to(dtype)
+        b = torch.randn(K, N, device=device).to(dtype)
+        c = torch.empty(M, N, device=device, dtype=dtype)
+        return lambda config: lambda: launch(a, b, c, config=config)
+
+    return runner
 
 
 TUNABLE = Tunable(
@@ -586,7 +590,7 @@ TUNABLE = Tunable(
     space=tuning_space,
     specialize=_tuning_specialize,
     work=_tuning_work,
-    runner=_tuning_runner,
+    runner=_runner_for(_launch_pointer),
     default_problems=(Problem({"M": 4096, "N": 4096, "K": 4096}, ("bf16",)),),
 )
 
@@ -646,19 +650,6 @@ def _tma_tuning_specialize(config, problem: Problem):
     )
 
 
-def _tma_tuning_runner(problem: Problem, device):
-    import torch
-
-    from pytest_tesserabench.tuning.tunable import torch_dtype
-
-    M, N, K = (problem.shape[n] for n in ("M", "N", "K"))
-    dtype = torch_dtype(problem.dtypes[0])
-    a = torch.randn(M, K, device=device).to(dtype)
-    b = torch.randn(K, N, device=device).to(dtype)
-    c = torch.empty(M, N, device=device, dtype=dtype)
-    return lambda config: lambda: _launch_tma_persistent(a, b, c, config=config)
-
-
 #: What matmul() runs on Hopper for fp16/bf16 with 16-byte aligned rows.
 TUNABLE_TMA = Tunable(
     name="matmul_tma",
@@ -668,7 +659,7 @@ TUNABLE_TMA = Tunable(
     space=tma_tuning_space,
     specialize=_tma_tuning_specialize,
     work=_tuning_work,
-    runner=_tma_tuning_runner,
+    runner=_runner_for(_launch_tma_persistent),
     default_problems=(Problem({"M": 4096, "N": 4096, "K": 4096}, ("bf16",)),),
 )
 

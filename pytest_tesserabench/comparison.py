@@ -88,14 +88,11 @@ class BaselineComparison:
     def model(self):
         """The run-effect model of the baseline (run_effect.BaselineModel), or None with fewer than
         run_effect.MIN_BENCHMARKS benchmarks (or another machine's baseline)."""
-        import math
-
-        from pytest_tesserabench import gate, run_effect
+        from pytest_tesserabench import run_effect
 
         if not self.same_machine:
             return None
-        canaries = [math.log(c) for c in (gate.canary_centre([run]) for run in self.runs) if c]
-        return run_effect.fit(gate.run_centres(self.runs), len(self.runs), canaries)
+        return run_effect.fit_baseline(self.runs)
 
     @functools.cached_property
     def priors(self) -> dict[str, float]:

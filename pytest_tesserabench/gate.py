@@ -45,13 +45,10 @@ from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
 
 SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
 MIN_RECOMMENDED_HISTORY = 3
-# A run's centre: this quantile of its log round medians. The median; the lower quartile (timing
-# noise only adds time) was tried on the CI VM (docs/gate.md, "Measured on a real machine") and
-# did not separate better there, while it costs power under symmetric noise (variance factor 1.86
-# against the median's 1.57).
-CENTRE_QUANTILE = 0.5
-# Variance of that quantile relative to a mean's, for normal data: p(1 - p) / phi(z_p)^2.
-_MEDIAN_VARIANCE_FACTOR = CENTRE_QUANTILE * (1 - CENTRE_QUANTILE) / stats.norm.pdf(stats.norm.ppf(CENTRE_QUANTILE)) ** 2
+# A run's centre is the median of its log round medians. The lower quartile (timing noise only adds
+# time) was tried on the CI VM (docs/gate.md, "Measured on a real machine") and did not separate
+# better there, while it costs power under symmetric noise (variance factor 1.86 against 1.57).
+_MEDIAN_VARIANCE_FACTOR = math.pi / 2  # variance of a median relative to a mean's, normal data
 
 
 @dataclass(frozen=True)
@@ -96,8 +93,8 @@ def _median_factor(n: np.ndarray | int) -> np.ndarray:
 
 
 def centre_of(log_rounds: np.ndarray, axis: int = -1) -> np.ndarray:
-    """A run's centre: the CENTRE_QUANTILE of its log round medians."""
-    return np.quantile(log_rounds, CENTRE_QUANTILE, axis=axis)
+    """A run's centre: the median of its log round medians (one definition for every caller)."""
+    return np.median(log_rounds, axis=axis)
 
 
 def summarise_rounds(log_rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -374,7 +371,7 @@ def _compilers_differ(candidate_machine: dict, baseline_machine: dict) -> str | 
 
 def settle_hint(history: int, noise: float | None, run_shift=None) -> str:
     """What would settle an INCONCLUSIVE verdict."""
-    if run_shift is not None and "canary moved" in run_shift.source:
+    if run_shift is not None and run_shift.canary_moved:
         return (
             "the machine's speed moved since the baseline (canary) and this benchmark ran before "
             "enough others to measure by how much; a steadier machine, or --bench-ab=REF, settles it"
@@ -516,7 +513,7 @@ def compare_runs(
                 notes.append(
                     f"this run's shared shift {math.expm1(run_shift.value) * 100:+.1f}% removed ({run_shift.source})"
                 )
-            elif run_shift is not None and "canary moved" in run_shift.source:
+            elif run_shift is not None and run_shift.canary_moved:
                 notes.append(f"no shared shift removed: {run_shift.source}")
             severity = severity_of(r) if status == "REGRESSED" else None
             if status in ("REGRESSED", "INCONCLUSIVE"):  # not faster: a worse new config counts

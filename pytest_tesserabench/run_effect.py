@@ -108,7 +108,8 @@ def fit(centres: dict[str, dict[int, float]], runs: int, canary_centres: list[fl
 class Shift:
     value: float  # log
     variance: float  # its uncertainty (log^2)
-    source: str  # "other benchmarks (n=5)", "the canary", "none"
+    source: str  # "5 other benchmarks of this run", "none yet ..."
+    canary_moved: float = 0.0  # log: the canary's move since the baseline, when it widened the shift
 
 
 def candidate_shift(
@@ -134,7 +135,7 @@ def candidate_shift(
     source = "none yet (too few other benchmarks measured)"
     if moved:
         source += f"; the canary moved {math.expm1(moved):+.1%} since the baseline"
-    return Shift(0.0, model.shift_sd**2 + moved**2, source)
+    return Shift(0.0, model.shift_sd**2 + moved**2, source, canary_moved=moved)
 
 
 @dataclass(frozen=True)
@@ -185,6 +186,14 @@ def suite_shift(
     return SuiteShift(shift, canary, (unexplained - q * sd, unexplained + q * sd), p_value, len(values), failed)
 
 
+def fit_baseline(baseline_runs: list) -> BaselineModel | None:
+    """The model of a baseline's runs (their centres and canaries), or None (fit's conditions)."""
+    from pytest_tesserabench import gate
+
+    canaries = [math.log(c) for c in (gate.canary_centre([run]) for run in baseline_runs) if c]
+    return fit(gate.run_centres(baseline_runs), len(baseline_runs), canaries)
+
+
 def compare_run(candidate, baseline_runs: list, config) -> dict:
     """A whole run judged as the plugin judged it while measuring (for `tesserabench compare` and
     `report`): the baseline's model, each benchmark's shift from the benchmarks before it in the
@@ -192,8 +201,7 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
     Without a model (fewer than MIN_BENCHMARKS benchmarks), the plain rule."""
     from pytest_tesserabench import gate
 
-    canaries = [math.log(c) for c in (gate.canary_centre([run]) for run in baseline_runs) if c]
-    model = fit(gate.run_centres(baseline_runs), len(baseline_runs), canaries)
+    model = fit_baseline(baseline_runs)
     if model is None:
         return gate.compare_runs([candidate], baseline_runs, config)
     canary = gate.canary_centre([candidate])

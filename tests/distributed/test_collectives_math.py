@@ -1,18 +1,9 @@
 """Bus bandwidth exactly as nccl-tests defines it, computed here independently of the module."""
 
 import pytest
+from nccl_tests_factors import FACTORS as NCCL_TESTS_FACTORS
 
 from pytest_tesserabench import collectives
-
-# nccl-tests doc/PERFORMANCE.md ("Summary") and src/*.cu *GetBw: busbw = algbw * factor.
-NCCL_TESTS_FACTORS = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1,
-    "send_recv": lambda n: 1,
-}
 
 
 @pytest.mark.parametrize("op", collectives.OPS)

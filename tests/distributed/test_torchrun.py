@@ -13,19 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
+from nccl_tests_factors import FACTORS as NCCL_TESTS_FACTORS
 
 REPO = Path(__file__).resolve().parents[2]
 SUITE = "tests/bench/test_bench_collectives.py"
 FAST = ("--bench-max-time=0.02", "--bench-warmup=0", "--bench-min-rounds=3")
-# nccl-tests doc/PERFORMANCE.md: busbw = algbw * factor(n), per operation (the test's name).
-FACTORS = {
-    "test_all_reduce": lambda n: 2 * (n - 1) / n,
-    "test_all_gather": lambda n: (n - 1) / n,
-    "test_reduce_scatter": lambda n: (n - 1) / n,
-    "test_all_to_all": lambda n: (n - 1) / n,
-    "test_broadcast": lambda n: 1.0,
-    "test_send_recv": lambda n: 1.0,
-}
+# the operation is the test's name without "test_"
+FACTORS = {f"test_{op}": factor for op, factor in NCCL_TESTS_FACTORS.items()}
 
 
 def torchrun(nproc: int, args, *, cwd: Path, logs: Path, env=None, timeout: float = 240):
