@@ -188,8 +188,8 @@ MUTATIONS = (
     Mutation(
         "first benchmarks widened by the canary's move",
         "pytest_tesserabench/run_effect.py",
-        "Shift(0.0, model.shift_sd**2 + moved**2, source)",
-        "Shift(0.0, model.shift_sd**2, source)",
+        "Shift(0.0, model.shift_sd**2 + moved**2, source, canary_moved=moved)",
+        "Shift(0.0, model.shift_sd**2, source, canary_moved=moved)",
         ("tests/gate/test_run_effect.py",),
     ),
     Mutation(
