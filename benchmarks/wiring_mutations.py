@@ -207,11 +207,25 @@ MUTATIONS = (
         ("tests/plugin/test_run_effect_plugin.py",),
     ),
     Mutation(
-        "A/B sides pinned to one CPU",
-        "pytest_tesserabench/ab/interleave.py",
-        "        os.sched_setaffinity(0, {cpu})\n    except OSError:",
-        "        pass\n    except OSError:",
+        "A/B served processes pinned to one CPU",
+        "pytest_tesserabench/ab/serve.py",
+        "            os.sched_setaffinity(0, {cpu})\n        except OSError:",
+        "            pass\n        except OSError:",
         ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "A/B judged over process pairs",
+        "pytest_tesserabench/ab/lead.py",
+        "    if process_pairs > 1:",
+        "    if process_pairs > 1000:",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "A/B process pairs go round",
+        "pytest_tesserabench/ab/interleave.py",
+        "        process = pair % count",
+        "        process = 0",
+        ("tests/gate/test_ab_rule.py", "tests/plugin/test_ab.py"),
     ),
 )
 

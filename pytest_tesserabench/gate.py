@@ -547,13 +547,16 @@ def compare_runs(
 # ----------------------------------------------------------------------------------------------
 # Paired A/B: log ratios of neighbouring candidate and reference blocks (``--bench-ab``).
 #
-# Drift shared by the two sides cancels within a pair, so no between-run model is needed: the
-# pairs are close to independent, and a t interval on their mean log ratio is the whole analysis.
-# Pairs are summarised by their median (see paired_decision).
-# The stopping rule looks at the data repeatedly (a pair at a time); to keep the false-alarm rate
-# the rule promises, only the looks in PAIRED_LOOKS count, and alpha is split over them
-# (Bonferroni across interim looks: conservative, simple, and exact in its guarantee).
+# Drift shared by the two sides cancels within a pair, so no between-run model is needed. What a
+# pair cannot cancel is the process: two processes running identical code differ by a steady
+# bias (memory layout, allocator state: 1-2% for most pure-Python code on the CI VM, up to 10% for
+# some; docs/gate.md), so with several processes per side the unit of analysis is the process
+# pair (process_decision); with one per side, the pair (paired_decision).
+# The stopping rule looks at the data repeatedly; to keep the false-alarm rate the rule promises,
+# only the looks in PAIRED_LOOKS (PROCESS_LOOKS: pairs per process pair) count, and alpha is split
+# over them (Bonferroni across interim looks: conservative, simple, and exact in its guarantee).
 PAIRED_LOOKS = (6, 8, 11, 16, 23, 32, 45, 64, 90, 128, 181, 256)
+PROCESS_LOOKS = (3, 6, 12, 24, 48)
 
 
 @dataclass(frozen=True)
@@ -566,6 +569,7 @@ class PairedDecision:
     threshold: float
     pairs: int
     alpha_per_look: float
+    processes: int = 1  # process pairs the pairs came from
 
 
 def paired_decision(log_ratios, *, threshold: float, alpha: float, final: bool, confidence: float = 0.95):
@@ -592,19 +596,59 @@ def paired_decision(log_ratios, *, threshold: float, alpha: float, final: bool, 
     p_slower = float(stats.binom.sf(above - 1, above + below, 0.5)) if above + below else 1.0
     p_faster = float(stats.binom.sf(below - 1, above + below, 0.5)) if above + below else 1.0
     low, high = median_interval(d, confidence)
-    strict_low, strict_high = median_interval(d, 1 - 2 * level)
+    strict = median_interval(d, 1 - 2 * level)
+    status, decided = _three_valued(centre, (low, high), strict, (p_slower, p_faster), level, theta, final)
     ratio, ci = math.exp(centre), (math.exp(low), math.exp(high))
-    if p_slower < level and high >= theta:
-        status, decided = "REGRESSED", True
-    elif p_faster < level and low <= -theta:
-        status, decided = "IMPROVED", True
-    elif strict_high < theta and strict_low > -theta:
-        status, decided = "UNCHANGED", True  # confidently smaller than the threshold either way
-    elif final:
-        status, decided = ("INCONCLUSIVE" if centre >= theta else "UNCHANGED"), False
-    else:
-        status, decided = "INCONCLUSIVE", False
     return PairedDecision(status, decided, ratio, ci, p_slower, threshold, n, level)
+
+
+def _three_valued(centre, interval, strict, p_values, level, theta, final) -> tuple[str, bool]:
+    """(status, decided): a slowdown or speed-up significant at ``level`` whose 95% ``interval``
+    reaches the threshold ``theta`` (log); UNCHANGED when the ``strict`` (1 - 2 level) interval
+    lies within it; else undecided, and when ``final`` INCONCLUSIVE only if the estimate reaches it."""
+    (low, high), (strict_low, strict_high), (p_slower, p_faster) = interval, strict, p_values
+    if p_slower < level and high >= theta:
+        return "REGRESSED", True
+    if p_faster < level and low <= -theta:
+        return "IMPROVED", True
+    if strict_high < theta and strict_low > -theta:
+        return "UNCHANGED", True  # confidently smaller than the threshold either way
+    if final:
+        return ("INCONCLUSIVE" if centre >= theta else "UNCHANGED"), False
+    return "INCONCLUSIVE", False
+
+
+def process_decision(log_ratios, processes, *, threshold: float, alpha: float, final: bool, confidence=0.95):
+    """The three-valued rule when the pairs come from several process pairs (``processes[i]``: the
+    process pair of pair i). Each process pair's pairs are summarised by their median (robust to
+    a pair that straddles a step of the machine's speed); those medians carry the process bias
+    as well as the noise of the pairs, so the estimate is their mean and its interval Student's t
+    with (process pairs - 1) degrees of freedom: the classic analysis of cluster summaries. More
+    pairs narrow each median; only more processes average out the process bias, and the interval
+    says so honestly. Looks when every process pair has the same number of pairs, at PROCESS_LOOKS.
+    """
+    groups: dict[int, list[float]] = {}
+    for d, process in zip(log_ratios, processes, strict=True):
+        groups.setdefault(process, []).append(d)
+    counts = {len(v) for v in groups.values()}
+    per_process = min(counts) if counts else 0
+    if len(groups) < 2 or per_process < PROCESS_LOOKS[0]:
+        return None
+    if not final and (len(counts) != 1 or per_process not in PROCESS_LOOKS):
+        return None
+    medians = np.array([np.median(v) for v in groups.values()])
+    k = medians.size
+    level = alpha / len(PROCESS_LOOKS)
+    centre = float(medians.mean())
+    se = max(float(medians.std(ddof=1)) / math.sqrt(k), 1e-12)
+    t = stats.t(df=k - 1)
+    p_slower, p_faster = float(t.sf(centre / se)), float(t.cdf(centre / se))
+    half, strict_half = float(t.ppf(0.5 + confidence / 2)) * se, float(t.ppf(1 - level)) * se
+    interval, strict = (centre - half, centre + half), (centre - strict_half, centre + strict_half)
+    theta = math.log1p(threshold)
+    status, decided = _three_valued(centre, interval, strict, (p_slower, p_faster), level, theta, final)
+    ci = (math.exp(interval[0]), math.exp(interval[1]))
+    return PairedDecision(status, decided, math.exp(centre), ci, p_slower, threshold, len(log_ratios), level, k)
 
 
 def median_interval(values, confidence: float) -> tuple[float, float]:
@@ -620,10 +664,17 @@ def paired_verdict(bench_id: str, decision: PairedDecision, *, candidate_ms: flo
     """The gate's verdict for an A/B benchmark (its one line reads as any other)."""
     hint = None
     if decision.status == "INCONCLUSIVE":
-        hint = (
-            f"{decision.pairs} A/B pairs were not enough on this machine; a quieter machine, or more time "
-            "(--bench-max-time, --bench-settle-time), would settle it"
-        )
+        if decision.processes > 1:
+            hint = (
+                f"{decision.pairs} A/B pairs from {decision.processes} process pairs were not enough on this "
+                "machine; more processes (--bench-ab-processes: they average out each process's bias) or more "
+                "time (--bench-max-time, --bench-settle-time) would settle it"
+            )
+        else:
+            hint = (
+                f"{decision.pairs} A/B pairs were not enough on this machine; a quieter machine, or more time "
+                "(--bench-max-time, --bench-settle-time), would settle it"
+            )
     return Verdict(
         id=bench_id,
         status=decision.status,

@@ -158,6 +158,24 @@ def _git_ref(text: Any) -> str:
     return text
 
 
+MAX_AB_PROCESSES = 64
+
+
+def parse_ab_processes(text: Any) -> int:
+    """Served processes per side of --bench-ab: 1, or 4 to 64 (with 2 or 3 the spread between
+    processes cannot be told from a change)."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError("must be a whole number") from None
+    if value != 1 and not 4 <= value <= MAX_AB_PROCESSES:
+        raise ValueError(
+            f"must be 1 (pairs are the unit: cheap, blind to the bias of a process) or 4 to {MAX_AB_PROCESSES} "
+            "(2 or 3 processes cannot tell the processes' spread from a change)"
+        )
+    return value
+
+
 def parse_settle_time(text: Any) -> float:
     """Extra measuring for an undecided verdict, in seconds: [0, 3600]."""
     return _bounded_float(text, 0.0, MAX_TIME_S, allow_low=True, unit=" seconds")
@@ -293,6 +311,13 @@ OPTIONS: tuple[Option, ...] = (
         "REF",
     ),
     _option(
+        "bench_ab_processes",
+        "with --bench-ab: served processes per side (default 8); their timings differ by a steady bias "
+        "of each process, which only more processes average out",
+        parse_ab_processes,
+        "N",
+    ),
+    _option(
         "bench_settle_time",
         "seconds of extra measuring an undecided (INCONCLUSIVE) benchmark may take to settle its verdict (default 2)",
         parse_settle_time,
@@ -386,6 +411,7 @@ class Settings:
     gpu_per_worker: str = "auto"
     trace_dir: Path | None = None
     ab: str | None = None
+    ab_processes: int = 8
     settle_time: float = 2.0
     ab_serve: str | None = None
     history: int = 10
@@ -439,6 +465,7 @@ _FIELD = {
     "bench_gpu_per_worker": "gpu_per_worker",
     "bench_trace": "trace_dir",
     "bench_ab": "ab",
+    "bench_ab_processes": "ab_processes",
     "bench_settle_time": "settle_time",
     "bench_ab_serve": "ab_serve",
     "bench_history": "history",

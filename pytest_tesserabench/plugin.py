@@ -471,21 +471,22 @@ class SessionHooks:
         from pytest_tesserabench.results import Verdict
 
         try:
-            test = self.state.ab.end_test()
+            ended = self.state.ab.end_test()
         except ABError as exc:
             pytest.fail(str(exc), pytrace=False)
-        if test is None or test.finished is None:
+        if ended is None or ended[1] is None:
             return
+        test, at_reference = ended
         fixture = item.stash.get(BENCH_KEY, None)
         ours = fixture.records if fixture is not None else {}
-        theirs = {data.get("name"): data for data in test.finished.records}
+        theirs = {data.get("name"): data for data in at_reference.records}
         for name, record in ours.items():
             if record.ab is not None:
                 record.ab["reference"] = theirs.get(name)
-                record.ab["reference_outcome"] = test.finished.outcome
+                record.ab["reference_outcome"] = at_reference.outcome
         missing = []
         group = next(iter(ours.values())).group if ours else item.nodeid
-        for name in dict.fromkeys([*test.reference_unpaired, *test.finished.unpaired]):
+        for name in dict.fromkeys([*test.reference_unpaired, *at_reference.unpaired]):
             if name not in ours:
                 record_id = item.nodeid if name is None else f"{item.nodeid}::{name}"
                 why = f"measured at {self.state.ab.reference.ref}, not made by this test"

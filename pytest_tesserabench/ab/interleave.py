@@ -1,15 +1,17 @@
-"""The ABBA schedule: candidate (A, this process) and reference (B, the worktree's process) take
-turns in short blocks of rounds; each neighbouring A and B block make a pair, and the paired rule
-(gate.paired_decision) decides when to stop.
+"""The ABBA schedule over process pairs: the candidate (A: a served process of the working tree)
+and the reference (B: a served process of REF's worktree) take turns in short blocks of rounds;
+each neighbouring A and B block make a pair. Pairs go round the process pairs (pair k from process
+pair k mod P), so every process pair gets as many pairs as the others and the per-process biases
+average out; the decision rule (gate.process_decision, or gate.paired_decision with one process
+per side) says when to stop.
 
-ABBA (A B, B A, A B, ...): within two pairs each side goes first once, so a linear trend in the
-machine's speed cancels in the mean of the pairs instead of favouring the side that always goes
-second.
+ABBA (A B, B A, A B, ...) within each process pair: each side goes first as often as the other, so
+a linear trend in the machine's speed cancels in the mean of the pairs instead of favouring the
+side that always goes second.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import statistics
@@ -19,37 +21,25 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pytest_tesserabench import sampling
+from pytest_tesserabench.ab.served import Block
 
 ROUNDS_PER_BLOCK = 1
 MAX_PAIRS = 512
 
 
-class RemoteSide(Protocol):
-    def block(self, rounds: int, cpu: int | None = None) -> list[float]:
-        """That many rounds measured on the reference (on ``cpu`` when given); their medians (ms)."""
+class Side(Protocol):
+    def block(self, rounds: int, cpu: int | None = None) -> Block:
+        """That many rounds measured in this process (on ``cpu`` when given)."""
 
 
-@contextlib.contextmanager
-def one_cpu():
-    """Both sides measure on the same CPU, this process pinned to it while interleaving. On a
+def measuring_cpu() -> int | None:
+    """The one CPU every served process measures on (None where affinity cannot be set). On a
     virtual machine the vCPUs run at different speeds, which change over seconds (a busy sibling
     hyperthread on the host): two processes each left on "its" vCPU by the scheduler differ by tens
-    of percent for a reason that has nothing to do with their code. Yields the CPU (None where
-    affinity cannot be set)."""
-    if not hasattr(os, "sched_setaffinity"):
-        yield None
-        return
-    previous = os.sched_getaffinity(0)
-    cpu = min(previous)
-    try:
-        os.sched_setaffinity(0, {cpu})
-    except OSError:
-        yield None
-        return
-    try:
-        yield cpu
-    finally:
-        os.sched_setaffinity(0, previous)
+    of percent for a reason that has nothing to do with their code."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return min(os.sched_getaffinity(0))
 
 
 @dataclass
@@ -57,58 +47,58 @@ class Interleaved:
     candidate: sampling.Measurement
     reference_rounds_ms: list[float] = field(default_factory=list)
     log_ratios: list[float] = field(default_factory=list)  # log(A block / B block), one per pair
+    processes: list[int] = field(default_factory=list)  # the process pair each pair came from
     decision: object = None  # gate.PairedDecision of the last look
     settle_s: float = 0.0  # time spent past the base budget, settling an undecided benchmark
 
 
-def _block_median(rounds: list[float]) -> float:
-    return statistics.median(rounds)
-
-
 def interleave(
-    timer: sampling.Timer,
-    plan: sampling.Plan,
-    remote: RemoteSide,
-    decide: Callable[[list[float], bool], object],
+    pairs_of_processes: list[tuple[Side, Side]],
+    candidate: sampling.Measurement,
+    decide: Callable[[list[float], list[int], bool], object],
     *,
     max_time: float,
     settle_time: float,
     min_pairs: int = 6,
+    cpu: int | None = None,
     clock: Callable[[], float] = time.perf_counter,
 ) -> Interleaved:
     """Pairs of blocks until ``decide`` says decided, or the budget is spent: ``2 * max_time``
-    (each side's usual budget), then up to ``settle_time`` more while undecided."""
-    with one_cpu() as cpu:
-        return _interleave(timer, plan, remote, decide, max_time, settle_time, min_pairs, clock, cpu)
-
-
-def _interleave(timer, plan, remote, decide, max_time, settle_time, min_pairs, clock, cpu) -> Interleaved:
-    result = Interleaved(candidate=sampling.start_measurement(timer, plan))
+    (each side's usual budget), then up to ``settle_time`` more while undecided; at least
+    ``min_pairs`` pairs (the first look) whatever the budget. The candidate's rounds and samples
+    go into ``candidate``."""
+    result = Interleaved(candidate=candidate)
     start = clock()
-    base = 2 * max_time
+    base_end = start + 2 * max_time  # then the first look's pairs, if they take longer: not settling
+    count = len(pairs_of_processes)
     while True:
         pair = len(result.log_ratios)
+        process = pair % count
+        candidate_side, reference_side = pairs_of_processes[process]
         blocks = {}
-        for side in ("A", "B") if pair % 2 == 0 else ("B", "A"):
+        for side in ("A", "B") if (pair // count) % 2 == 0 else ("B", "A"):
+            block = (candidate_side if side == "A" else reference_side).block(ROUNDS_PER_BLOCK, cpu)
             if side == "A":
-                rounds = [sampling.take_round(timer, plan, result.candidate) for _ in range(ROUNDS_PER_BLOCK)]
+                candidate.rounds_ms.extend(block.rounds_ms)
+                candidate.samples_ms.extend(block.samples_ms)
             else:
-                rounds = remote.block(ROUNDS_PER_BLOCK, cpu)
-                result.reference_rounds_ms.extend(rounds)
-            blocks[side] = _block_median(rounds)
+                result.reference_rounds_ms.extend(block.rounds_ms)
+            blocks[side] = statistics.median(block.rounds_ms)
         if blocks["A"] > 0 and blocks["B"] > 0:
             result.log_ratios.append(math.log(blocks["A"] / blocks["B"]))
-        elapsed = clock() - start
-        # The budget is a floor-respecting limit: at least the first look's pairs are taken.
+            result.processes.append(process)
+        now = clock()
+        if len(result.log_ratios) == min_pairs:
+            base_end = max(base_end, now)
         out_of_time = len(result.log_ratios) >= min_pairs and (
-            elapsed >= base + settle_time or len(result.log_ratios) >= MAX_PAIRS
+            now >= base_end + settle_time or len(result.log_ratios) >= MAX_PAIRS
         )
-        decision = decide(result.log_ratios, out_of_time)
+        decision = decide(result.log_ratios, result.processes, out_of_time)
         if decision is not None:
             result.decision = decision
         if out_of_time or (decision is not None and decision.decided):
             break
-    result.settle_s = max(0.0, clock() - start - base)
-    result.candidate.elapsed_s = clock() - start
-    result.candidate.stop_reason = "decided" if result.decision.decided else "ab_budget"
+    result.settle_s = max(0.0, clock() - base_end)
+    candidate.elapsed_s = clock() - start
+    candidate.stop_reason = "decided" if result.decision.decided else "ab_budget"
     return result

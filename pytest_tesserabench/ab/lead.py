@@ -1,7 +1,13 @@
-"""The candidate's side of ``--bench-ab`` in one pytest process (the session, or each xdist
-worker): it starts the reference process on first need, runs each benchmark test on both sides
-at once, interleaves every ``bench()`` call's blocks with the reference's, and hands the pairs to
-the gate."""
+"""The lead of ``--bench-ab`` in one pytest process (the session, or each xdist worker): it starts
+the served processes on first need (``processes`` per side: the working tree's and REF's), runs
+each benchmark test in all of them at once, has each warm up in turn, interleaves every
+``bench()`` call's blocks over the process pairs, and hands the pairs to the gate.
+
+Why the lead does not measure its own side: a process's own state (memory layout, the allocator's
+thresholds, which depend on what the process did before) biases its timings by a steady 1-10% on
+CPU code, the same in every block, so no interleaving cancels it. Served processes on both sides
+are born alike, and several per side turn that bias into noise the rule can see and average
+(docs/gate.md, "process bias")."""
 
 from __future__ import annotations
 
@@ -10,25 +16,28 @@ from pathlib import Path
 
 from pytest_tesserabench import gate, sampling
 from pytest_tesserabench.ab import worktree
-from pytest_tesserabench.ab.interleave import interleave
-from pytest_tesserabench.ab.reference import Ready, ReferenceProcess, TestDone
+from pytest_tesserabench.ab.interleave import interleave, measuring_cpu
+from pytest_tesserabench.ab.served import Reached, ServedProcess, TestDone
+from pytest_tesserabench.ab.worktree import ABError
 from pytest_tesserabench.options import Settings
 
 
 class TestOnBothSides:
-    """One test as the two sides see it."""
+    """One test as the served processes see it."""
 
-    def __init__(self, nodeid: str, on_reference: bool):
+    def __init__(self, nodeid: str, on_reference: bool, on_candidate: bool):
         self.nodeid = nodeid
         self.on_reference = on_reference
-        self.finished: TestDone | None = None  # the reference's test ended (before ours did)
+        self.on_candidate = on_candidate
+        self.finished: dict[ServedProcess, TestDone] = {}  # served tests that ended (before ours)
         self.reference_unpaired: list[str | None] = []
 
-    def why_unpaired(self) -> str:
+    def why_unpaired(self, reference: ServedProcess) -> str:
         if not self.on_reference:
             return "no such test at the reference"
-        if self.finished is not None and self.finished.outcome not in ("passed", "skipped"):
-            return f"the test {self.finished.outcome} at the reference: {self.finished.error}"
+        done = self.finished.get(reference)
+        if done is not None and done.outcome not in ("passed", "skipped"):
+            return f"the test {done.outcome} at the reference: {done.error}"
         return "the reference's test does not make this call"
 
 
@@ -38,11 +47,13 @@ class ABLead:
         self.reference = reference
         self.rootdir = rootdir
         self.cache_dir = cache_dir
-        self.process: ReferenceProcess | None = None
+        self.candidates: list[ServedProcess] = []  # the working tree's served processes
+        self.references: list[ServedProcess] = []  # REF's, one per candidate
         self.test_files: list[str] = []
         self.selected = 0  # benchmark tests selected: m of alpha/m
         self.test: TestOnBothSides | None = None
         self.settle_s: list[float] = []  # time spent settling, per benchmark that needed it
+        self.failed: ABError | None = None  # the served processes could not start
 
     @classmethod
     def open(cls, settings: Settings, *, rootdir: Path, cache_dir: Path) -> ABLead:
@@ -57,18 +68,45 @@ class ABLead:
         self.test_files = sorted({nodeid.split("::", 1)[0] for nodeid in nodeids})
         self.selected = len(nodeids)
 
-    def _process(self) -> ReferenceProcess:
-        if self.process is None:
-            relative = self.rootdir.resolve().relative_to(self.reference.repo.resolve())
-            self.process = ReferenceProcess(
-                self.reference,
-                cwd=self.reference.path / relative,
-                test_files=self.test_files,
-                pytest_args=self._measurement_args(),
-                cache_dir=self.cache_dir,
-            )
-            self.process.start()
-        return self.process
+    def _served(self) -> list[ServedProcess]:
+        """Every served process, started (all collect at once) on first need. A failure to start
+        stops them all, and every later test fails at once with the same message."""
+        if self.failed is not None:
+            raise self.failed
+        if not self.references:
+            try:
+                self._start()
+            except ABError as exc:
+                self.close()
+                self.failed = exc
+                raise
+        return self._all()
+
+    def _start(self) -> None:
+        relative = self.rootdir.resolve().relative_to(self.reference.repo.resolve())
+        ref = f"{self.reference.ref} at {self.reference.sha[:10]}"
+        for i in range(self.settings.ab_processes):
+            for tree, where, group in (
+                (self.reference.repo, "the working tree's served process", self.candidates),
+                (self.reference.path, f"the reference side ({ref})", self.references),
+            ):
+                group.append(
+                    ServedProcess(
+                        tree,
+                        where=f"{where} #{i + 1}" if self.settings.ab_processes > 1 else where,
+                        cwd=tree / relative,
+                        test_files=self.test_files,
+                        pytest_args=self._measurement_args(),
+                        cache_dir=self.cache_dir,
+                    )
+                )
+        for process in self._all():
+            process.launch()
+        for process in self._all():
+            process.connect()
+
+    def _all(self) -> list[ServedProcess]:
+        return [*self.candidates, *self.references]
 
     def _measurement_args(self) -> list[str]:
         s = self.settings
@@ -84,59 +122,90 @@ class ABLead:
         return args
 
     def close(self) -> None:
-        if self.process is not None:
-            self.process.close()
-            self.process = None
+        for process in self._all():
+            process.close()
+        self.candidates, self.references = [], []
 
     # -- a test ------------------------------------------------------------------------------------
     def begin_test(self, nodeid: str) -> None:
-        self.test = TestOnBothSides(nodeid, self._process().run_test(nodeid))
+        self._served()
+        on_reference = all([process.run_test(nodeid) for process in self.references])
+        on_candidate = all([process.run_test(nodeid) for process in self.candidates])
+        self.test = TestOnBothSides(nodeid, on_reference, on_candidate)
 
-    def end_test(self) -> TestOnBothSides | None:
-        """The test is over here; the reference finishes its own. The test as both sides saw it."""
+    def end_test(self) -> tuple[TestOnBothSides, TestDone | None] | None:
+        """The test is over here; the served tests finish theirs. The test as the sides saw it,
+        and how it ended at the reference (None: not there)."""
         test, self.test = self.test, None
-        if test is not None and test.on_reference and test.finished is None:
-            test.finished = self.process.end_test()
-        return test
+        if test is None:
+            return None
+        for process, present in [(p, test.on_candidate) for p in self.candidates] + [
+            (p, test.on_reference) for p in self.references
+        ]:
+            if present and process not in test.finished:
+                test.finished[process] = process.end_test()
+        return test, test.finished.get(self.references[0]) if test.on_reference else None
 
-    def _reference_ready(self, name: str | None) -> Ready | None:
-        """Wait until the reference reaches the same ``bench()`` call (None: it never will)."""
+    def _reached(self, process: ServedProcess, present: bool, name: str | None) -> Reached | None:
+        """Wait until ``process`` reaches the same ``bench()`` call (None: it never will)."""
         test = self.test
-        if test is None or not test.on_reference or test.finished is not None:
+        if test is None or not present or process in test.finished:
             return None
         while True:
-            message = self.process.next_call()
+            message = process.next_call()
             if isinstance(message, TestDone):
-                test.finished = message
+                test.finished[process] = message
                 return None
             if message.name == name:
                 return message
-            test.reference_unpaired.append(message.name)
-            self.process.skip()
+            if process is self.references[0]:
+                test.reference_unpaired.append(message.name)
+            process.skip()
 
     # -- the measurer ------------------------------------------------------------------------------
     def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
-        plan = sampling.warm_up(timer, budget)
-        ready = self._reference_ready(name)
         info = {"ref": self.reference.ref, "sha": self.reference.sha}
-        if ready is None:
-            info["unpaired"] = self.test.why_unpaired() if self.test else "not a test run on both sides"
-            return sampling.measure(timer, budget, plan=plan), info
-        if ready.timer != timer.name:
-            self.process.skip()
-            info["unpaired"] = f"timers differ ({ready.timer} at the reference, {timer.name} here)"
-            return sampling.measure(timer, budget, plan=plan), info
+        test = self.test
+        reached = {}
+        if test is not None:
+            for process in self.candidates:
+                reached[process] = self._reached(process, test.on_candidate, name)
+            for process in self.references:
+                reached[process] = self._reached(process, test.on_reference, name)
+        unpaired = self._why_unpaired(test, reached, timer.name)
+        if unpaired is not None:  # measured here alone: nothing to compare with
+            for process, message in reached.items():
+                if message is not None:
+                    process.skip()
+            info["unpaired"] = unpaired
+            return sampling.measure(timer, budget, plan=sampling.warm_up(timer, budget)), info
         alpha = self.settings.alpha / max(self.selected, 1)
-        decide = functools.partial(_decide, threshold=threshold, alpha=alpha)
-        result = interleave(
-            timer, plan, self.process, decide, max_time=budget.max_time, settle_time=self.settings.settle_time
+        count = len(self.candidates)
+        cpu = measuring_cpu()
+        plans = [process.warm_up(cpu) for process in self._all()]  # one at a time
+        candidate = sampling.Measurement(
+            timer=timer.name,
+            warmup_calls=plans[0].warmup_calls,
+            inner_loops=plans[0].inner_loops,
+            samples_per_round=plans[0].samples_per_round,
         )
-        self.process.done()
+        result = interleave(
+            list(zip(self.candidates, self.references, strict=True)),
+            candidate,
+            functools.partial(_decide, threshold=threshold, alpha=alpha, process_pairs=count),
+            max_time=budget.max_time,
+            settle_time=self.settings.settle_time,
+            min_pairs=gate.PROCESS_LOOKS[0] * count if count > 1 else gate.PAIRED_LOOKS[0],
+            cpu=cpu,
+        )
+        for process in self._all():
+            process.done()
         if result.settle_s > 0:
             self.settle_s.append(result.settle_s)
         decision = result.decision
         info.update(
             log_ratios=result.log_ratios,
+            processes=result.processes,
             reference_rounds_ms=result.reference_rounds_ms,
             settle_s=result.settle_s,
             alpha_per_test=alpha,
@@ -148,10 +217,30 @@ class ABLead:
                 "p_value": decision.p_value,
                 "threshold": decision.threshold,
                 "pairs": decision.pairs,
+                "processes": decision.processes,
             },
         )
         return result.candidate, info
 
+    def _why_unpaired(self, test: TestOnBothSides | None, reached: dict, timer_name: str) -> str | None:
+        if test is None:
+            return "not a test run on both sides"
+        if reached.get(self.references[0]) is None or None in (reached[p] for p in self.references):
+            return test.why_unpaired(self.references[0])
+        if None in (reached[p] for p in self.candidates):
+            first = next(p for p in self.candidates if reached[p] is None)
+            done = test.finished.get(first)
+            how = f": {done.outcome}, {done.error}" if done is not None and done.error else ""
+            return f"the working tree's test did not make this call in {first.where}{how}"
+        timers = {message.timer for message in reached.values()}
+        if timers != {timer_name}:
+            ours = reached[self.candidates[0]].timer
+            theirs = reached[self.references[0]].timer
+            return f"timers differ ({theirs} at the reference, {ours} here)"
+        return None
 
-def _decide(log_ratios, final, *, threshold, alpha):
+
+def _decide(log_ratios, processes, final, *, threshold, alpha, process_pairs):
+    if process_pairs > 1:
+        return gate.process_decision(log_ratios, processes, threshold=threshold, alpha=alpha, final=final)
     return gate.paired_decision(log_ratios, threshold=threshold, alpha=alpha, final=final)

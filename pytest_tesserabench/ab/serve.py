@@ -1,21 +1,23 @@
-"""The reference side of ``--bench-ab``: this pytest runs in REF's worktree, collects the same
-test files, tells the candidate which tests it has, and then runs one test at a time on request.
-Inside a test, each ``bench()`` call does its first call and warm-up, says it is ready, and
-measures blocks of rounds when asked, until the candidate says done (or skip, or end: the
-candidate's test is over). When the test ends, its outcome and records go back.
+"""A served process of ``--bench-ab``: this pytest runs in one side's tree (REF's worktree or the
+working tree), collects the same test files, tells the lead which tests it has, and then runs one
+test at a time on request. Inside a test, each ``bench()`` call makes its first call and says it
+has reached the call; it warms up when the lead says so (one process at a time), then measures
+blocks of rounds when asked, until the lead says done (or skip, or end: the lead's test is over).
+When the test ends, its outcome and records go back.
 
-The reference measures without the device lock: the candidate holds it while it interleaves.
+A served process measures without the device lock: the lead holds it while it interleaves.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from multiprocessing.connection import Client
 
 import pytest
 
 from pytest_tesserabench import sampling
-from pytest_tesserabench.ab.reference import AUTHKEY_ENV
+from pytest_tesserabench.ab.served import AUTHKEY_ENV
 
 
 class ServedTest:
@@ -87,27 +89,35 @@ class ServeLoop:
 
     # -- the measurer ------------------------------------------------------------------------------
     def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
-        plan = sampling.warm_up(timer, budget)
-        measurement = sampling.start_measurement(timer, plan)
+        measurement = sampling.Measurement(timer=timer.name)
         test = self.test
-        if test is None:  # not a test the candidate asked for (cannot happen in serve mode)
+        if test is None:  # not a test the lead asked for (cannot happen in serve mode)
             return measurement, None
-        if not test.ended and self.connection.poll(0):  # the candidate's test ended meanwhile
+        if not test.ended and self.connection.poll(0):  # the lead's test ended meanwhile
             message = self.connection.recv()
             test.ended = message["op"] == "end"
         if test.ended:
             test.unpaired.append(name)
             return measurement, None
-        self.connection.send({"op": "ready", "name": name, "timer": timer.name})
+        self.connection.send({"op": "reached", "name": name, "timer": timer.name})
         previous = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        plan = None
         try:
             while True:
                 message = self.connection.recv()
                 op = message["op"]
+                if op in ("warm", "block"):
+                    _pin(message.get("cpu"))  # the lead's CPU: every process measured on one
+                if op == "warm":
+                    plan = sampling.warm_up(timer, budget)
+                    measurement = sampling.start_measurement(timer, plan)
+                    self.connection.send({"op": "plan", "plan": dataclasses.asdict(plan)})
+                    continue
                 if op == "block":
-                    _pin(message.get("cpu"))  # the candidate's CPU: both sides measured on one
+                    first = len(measurement.samples_ms)
                     rounds = [sampling.take_round(timer, plan, measurement) for _ in range(message["rounds"])]
-                    self.connection.send({"op": "rounds", "rounds_ms": rounds})
+                    samples = measurement.samples_ms[first:]
+                    self.connection.send({"op": "rounds", "rounds_ms": rounds, "samples_ms": samples})
                     continue
                 if op in ("skip", "end"):
                     test.unpaired.append(name)

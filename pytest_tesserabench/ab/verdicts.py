@@ -44,6 +44,7 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
             threshold=decision["threshold"],
             pairs=decision["pairs"],
             alpha_per_look=0.0,
+            processes=decision.get("processes", 1),
         )
         verdict = gate.paired_verdict(
             record.id,

@@ -124,7 +124,9 @@ def header_lines(state, interpret_switch) -> list[str]:
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
     if state.reference is not None:
-        lines.append(f"tesserabench: A/B, {state.reference.describe()}, worktree {state.reference.path}")
+        processes = settings.ab_processes
+        served = f"{processes} served processes per side" if processes > 1 else "one served process per side"
+        lines.append(f"tesserabench: A/B, {state.reference.describe()}, {served}, worktree {state.reference.path}")
     archs = settings.arch
     if archs is None:
         archs = ("the live GPU's arch",) if info.get("gpu_count") else ("sm_90",)
@@ -199,7 +201,9 @@ def _write_ab_section(terminalreporter, state, width: int) -> None:
     if not compared:
         return
     pairs = sum(r.ab["decision"]["pairs"] for r in compared)
-    text = f"A/B: {len(compared)} benchmark(s) compared in {pairs} pairs of blocks"
+    processes = max(r.ab["decision"].get("processes", 1) for r in compared)
+    over = f" from {processes} process pairs" if processes > 1 else ""
+    text = f"A/B: {len(compared)} benchmark(s) compared in {pairs} pairs of blocks{over}"
     settled = [r for r in compared if r.ab.get("settle_s")]
     if settled:
         decided = sum(1 for r in settled if r.ab["decision"]["decided"])

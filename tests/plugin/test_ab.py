@@ -29,7 +29,7 @@ def kernel_for(name, fake_clock):
 def test_work(bench, name, fake_clock):
     bench(kernel_for(name, fake_clock))
 """
-ARGS = ("--bench-max-time=0.1", "--bench-warmup=0", "-p", "no:randomly")
+ARGS = ("--bench-max-time=0.1", "--bench-warmup=0", "--bench-ab-processes=1", "-p", "no:randomly")
 
 
 def git(path, *args):
@@ -63,21 +63,27 @@ def worktrees(pytester):
 def test_a_slowdown_fails_exactly_its_test_and_both_sides_are_recorded(repo, tmp_path):
     slow_down(repo, "b", 1.3)
     out = tmp_path / "run.json"
-    result = repo.runpytest("--bench-ab=main", f"--bench-json={out}", *ARGS)
+    result = repo.runpytest("--bench-ab=main", f"--bench-json={out}", *ARGS, "--bench-ab-processes=4")
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(
         [
-            "tesserabench: A/B, the working tree (1 uncommitted change(s)) vs main (*)*",
+            "tesserabench: A/B, the working tree (1 uncommitted change(s)) vs main (*), 4 served processes per side*",
             "REGRESSED (severe), ?.?? ms -> 2.?? ms, +*% [[]+*%, +*%[]], p=*",
         ]
     )
-    result.stdout.fnmatch_lines(["*1 regressed, 2 unchanged*", "A/B: 3 benchmark(s) compared in * pairs of blocks*"])
+    result.stdout.fnmatch_lines(
+        ["*1 regressed, 2 unchanged*", "A/B: 3 benchmark(s) compared in * pairs of blocks from 4 process pairs*"]
+    )
     result.stdout.fnmatch_lines(["benchmark  verdict * change ?CI95? * ref * now * p * pairs"])  # not "runs"
     run = json.loads(out.read_text())["benchmarks"]
     b = run["test_w.py::test_work[b]"]
     assert b["verdict"]["status"] == "REGRESSED" and 1.25 < b["verdict"]["ratio"] < 1.35
     assert len(b["ab"]["log_ratios"]) >= 6 and b["ab"]["reference"]["timer"] == "cpu"
-    assert b["ab"]["reference"]["rounds_ms"] == b["ab"]["reference_rounds_ms"]  # the reference side, recorded
+    # both sides from 4 served processes each, round robin; the reference's record is its first process's
+    assert sorted(set(b["ab"]["processes"])) == [0, 1, 2, 3] and b["verdict"]["history"] == len(b["ab"]["processes"])
+    assert b["ab"]["decision"]["processes"] == 4  # judged over the process pairs
+    first = [ms for ms, process in zip(b["ab"]["reference_rounds_ms"], b["ab"]["processes"]) if process == 0]
+    assert b["ab"]["reference"]["rounds_ms"] == first
     assert run["test_w.py::test_work[a]"]["verdict"]["status"] == "UNCHANGED"
     assert worktrees(repo) == []  # removed at the end
 
@@ -159,7 +165,9 @@ def test_a_reference_whose_tests_do_not_collect(repo):
     (repo.path / "test_w.py").write_text(WORKLOAD)
     result = repo.runpytest("--bench-ab=HEAD", *ARGS)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    result.stdout.fnmatch_lines(["*--bench-ab=HEAD: the tests do not collect at *: *No module named 'not_a_module'*"])
+    result.stdout.fnmatch_lines(
+        ["*--bench-ab: the tests do not collect in the reference side (HEAD at *)*: *No module named 'not_a_module'*"]
+    )
     assert worktrees(repo) == []
 
 
@@ -200,14 +208,16 @@ def test_both_sides_measure_pinned_to_the_same_cpu(pytester, monkeypatch, tmp_pa
     pytester.makepyfile(test_p=PINNED)
     (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n")
     commit(pytester.path, "base")
-    pytester.runpytest("--bench-ab=main", "--bench-max-time=0.05", "--bench-warmup=0", "-p", "no:randomly")
+    args = ("--bench-max-time=0.05", "--bench-warmup=0", "--bench-ab-processes=4", "-p", "no:randomly")
+    pytester.runpytest("--bench-ab=main", *args)
     single_cpu = {}  # pid -> the one-CPU affinities its calls ran under (the first call is unpinned)
     for line in log.read_text().splitlines():
         pid, cpus = line.split(" ", 1)
         single_cpu.setdefault(pid, set()).update([cpus] if "," not in cpus else [])
-    assert len(single_cpu) == 2, single_cpu  # this process and the reference's
-    first, second = single_cpu.values()
-    assert len(first) == 1 and first == second, single_cpu
+    measured = {pid: cpus for pid, cpus in single_cpu.items() if cpus}
+    assert not single_cpu.get(str(os.getpid()))  # the lead (in-process here) measures nothing itself
+    assert len(measured) == 8, single_cpu  # 4 served processes per side
+    assert len(set.union(*measured.values())) == 1, single_cpu  # all on one and the same CPU
 
 
 TRITON_WORKLOAD = """

@@ -1,7 +1,8 @@
-"""The A side's handle on the reference process: a pytest run in REF's worktree that collects the
-same test files and runs one test at a time on request, measuring blocks of rounds when asked
-(``serve.py`` is its other end). Messages are plain dicts over an authenticated Unix socket
-(``multiprocessing.connection``)."""
+"""The lead's handle on a served process: a pytest run in one side's tree (REF's worktree, or the
+working tree) that collects the same test files and runs one test at a time on request, warming up
+and measuring blocks of rounds when asked (``serve.py`` is its other end). Both sides are served
+processes born the same way, so neither side is "the process that ran the session". Messages are
+plain dicts over an authenticated Unix socket (``multiprocessing.connection``)."""
 
 from __future__ import annotations
 
@@ -17,26 +18,33 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Listener
 from pathlib import Path
 
-from pytest_tesserabench.ab.worktree import ABError, Reference
+from pytest_tesserabench.ab.worktree import ABError
+from pytest_tesserabench.sampling import Plan
 
 AUTHKEY_ENV = "TESSERABENCH_AB_AUTHKEY"
 CACHE_ENV = "TESSERABENCH_AB_CACHE"
-START_TIMEOUT_S = 600  # collection of the reference's tests (imports, conftest)
-TEST_TIMEOUT_S = 1800  # a test's set-up and first calls (compilation) on the reference side
+START_TIMEOUT_S = 600  # collection of the side's tests (imports, conftest)
+TEST_TIMEOUT_S = 1800  # a test's set-up and first calls (compilation) in a served process
 BLOCK_TIMEOUT_S = 600
 
 
 @dataclass
-class Ready:
-    """The reference reached a ``bench()`` call, warmed up, and waits for blocks."""
+class Reached:
+    """The served test reached a ``bench()`` call (first call made) and waits to warm up."""
 
     name: str | None
     timer: str
 
 
 @dataclass
+class Block:
+    rounds_ms: list[float]
+    samples_ms: list[float]
+
+
+@dataclass
 class TestDone:
-    """The reference finished the test: its outcome, its records, the calls never paired."""
+    """The served test finished: its outcome, its records, the calls never paired."""
 
     outcome: str  # passed / failed / skipped / absent (no such test at REF)
     error: str | None = None
@@ -44,26 +52,41 @@ class TestDone:
     unpaired: list[str | None] = field(default_factory=list)
 
 
-class ReferenceProcess:
+class ServedProcess:
     def __init__(
-        self, reference: Reference, *, cwd: Path, test_files: list[str], pytest_args: list[str], cache_dir: Path | None
+        self,
+        tree: Path,
+        *,
+        where: str,
+        cwd: Path,
+        test_files: list[str],
+        pytest_args: list[str],
+        cache_dir: Path | None,
     ):
-        self.reference = reference
+        self.tree = tree  # the side's code: first on the path after the plugin
+        self.where = where  # e.g. "the reference side (main at 1a2b3c4d5e)", for messages
         self.cwd = cwd
         self.test_files = test_files
         self.pytest_args = pytest_args
         self.cache_dir = cache_dir
         self.process: subprocess.Popen | None = None
         self.connection = None
+        self._listener = None
         self.nodeids: set[str] = set()
         self._folder = Path(tempfile.mkdtemp(prefix="tesserabench-ab-"))
-        self.log_path = self._folder / "reference.log"
+        self.log_path = self._folder / "served.log"
 
     # -- life cycle --------------------------------------------------------------------------------
     def start(self) -> None:
+        self.launch()
+        self.connect()
+
+    def launch(self) -> None:
+        """The process started (collecting); ``connect`` waits for it. Separate, so that several
+        processes collect at once."""
         authkey = os.urandom(16)
         address = str(self._folder / "socket")
-        listener = Listener(address, family="AF_UNIX", authkey=authkey)
+        self._listener = Listener(address, family="AF_UNIX", authkey=authkey)
         env = dict(os.environ)
         env[AUTHKEY_ENV] = authkey.hex()
         if self.cache_dir is not None:
@@ -71,10 +94,13 @@ class ReferenceProcess:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [*self._python_path(), env.get("PYTHONPATH")]))
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--bench", f"--bench-ab-serve={address}"]
         if importlib.util.find_spec("xdist") is not None:
-            command += ["-n", "0"]  # one process on the reference side, whatever addopts say
+            command += ["-n", "0"]  # one process, whatever addopts say
         command += [*self.pytest_args, *self.test_files]
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it until it exits
         self.process = subprocess.Popen(command, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def connect(self) -> None:
+        listener = self._listener
         accepted: list = []
         thread = threading.Thread(target=lambda: accepted.append(listener.accept()), daemon=True)
         thread.start()
@@ -82,53 +108,52 @@ class ReferenceProcess:
         while thread.is_alive():
             thread.join(0.2)
             if self.process.poll() is not None and not accepted:
-                raise ABError(
-                    f"--bench-ab: the reference side ({self._where()}) stopped before it started: {self.tail()}"
-                )
+                raise ABError(f"--bench-ab: {self.where} stopped before it started: {self.tail()}")
             if time.monotonic() > deadline:
                 self.close()
-                raise ABError(f"--bench-ab: the reference side ({self._where()}) did not start in {START_TIMEOUT_S} s")
+                raise ABError(f"--bench-ab: {self.where} did not start in {START_TIMEOUT_S} s")
         listener.close()
+        self._listener = None
         self.connection = accepted[0]
         hello = self._receive(START_TIMEOUT_S)
         if hello.get("error"):
             self.close()
-            where = f"--bench-ab={self.reference.ref}: the tests do not collect at {self.reference.sha[:10]}"
-            raise ABError(f"{where}: {hello['error']}")
+            raise ABError(f"--bench-ab: the tests do not collect in {self.where}: {hello['error']}")
         self.nodeids = set(hello.get("nodeids", ()))
 
     def _python_path(self) -> list[str]:
-        # The plugin is the instrument: this one, even where REF has its own copy. The code under
-        # test is REF's: its worktree (and src/ layout) comes next.
+        # The plugin is the instrument: this one on both sides, even where REF has its own copy.
+        # The code under test is the side's own: its tree (and src/ layout) comes next.
         package = Path(__file__).resolve().parents[1]
         shim = self._folder / "plugin"
         shim.mkdir(exist_ok=True)
         link = shim / package.name
         if not link.exists():
             link.symlink_to(package, target_is_directory=True)
-        paths = [str(shim), str(self.reference.path)]
-        if (self.reference.path / "src").is_dir():
-            paths.append(str(self.reference.path / "src"))
+        paths = [str(shim), str(self.tree)]
+        if (self.tree / "src").is_dir():
+            paths.append(str(self.tree / "src"))
         return paths
 
     def close(self) -> None:
-        if self.connection is not None:
+        connected = self.connection is not None
+        if connected:
             try:
                 self.connection.send({"op": "quit"})
             except OSError:
                 pass
             self.connection.close()
             self.connection = None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
         if self.process is not None and self.process.poll() is None:
             try:
-                self.process.wait(timeout=30)
+                self.process.wait(timeout=30 if connected else 0)  # unconnected: nothing tells it to quit
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
         shutil.rmtree(self._folder, ignore_errors=True)
-
-    def _where(self) -> str:
-        return f"{self.reference.ref} at {self.reference.sha[:10]}"
 
     def tail(self, lines: int = 15) -> str:
         try:
@@ -142,9 +167,7 @@ class ReferenceProcess:
         try:
             self.connection.send(message)
         except OSError as exc:
-            raise ABError(
-                f"--bench-ab: lost the reference side ({self._where()}): {exc}; its output:\n{self.tail()}"
-            ) from None
+            raise ABError(f"--bench-ab: lost {self.where}: {exc}; its output:\n{self.tail()}") from None
 
     def _receive(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
@@ -158,37 +181,44 @@ class ReferenceProcess:
                 if self.process.poll() is None and time.monotonic() < deadline:
                     continue
             if self.process.poll() is not None:
-                raise ABError(f"--bench-ab: the reference side ({self._where()}) exited; its output:\n{self.tail()}")
-            raise ABError(f"--bench-ab: the reference side ({self._where()}) did not answer in {timeout:.0f} s")
+                raise ABError(f"--bench-ab: {self.where} exited; its output:\n{self.tail()}")
+            raise ABError(f"--bench-ab: {self.where} did not answer in {timeout:.0f} s")
 
     def run_test(self, nodeid: str) -> bool:
-        """Start the same test on the reference side; False when REF has no such test."""
+        """Start the same test in this process; False when its tree has no such test."""
         if nodeid not in self.nodeids:
             return False
         self._send({"op": "run", "nodeid": nodeid})
         return True
 
-    def next_call(self) -> Ready | TestDone:
+    def next_call(self) -> Reached | TestDone:
         message = self._receive(TEST_TIMEOUT_S)
-        if message["op"] == "ready":
-            return Ready(name=message["name"], timer=message["timer"])
+        if message["op"] == "reached":
+            return Reached(name=message["name"], timer=message["timer"])
         return TestDone(**{k: v for k, v in message.items() if k != "op"})
 
-    def block(self, rounds: int, cpu: int | None = None) -> list[float]:
+    def warm_up(self, cpu: int | None) -> Plan:
+        """Warm up the reached call on ``cpu`` (one process at a time: warm-up calibrates the round
+        length, which processes warming up together on one device would get wrong)."""
+        self._send({"op": "warm", "cpu": cpu})
+        return Plan(**self._receive(TEST_TIMEOUT_S)["plan"])
+
+    def block(self, rounds: int, cpu: int | None = None) -> Block:
         self._send({"op": "block", "rounds": rounds, "cpu": cpu})
-        return list(self._receive(BLOCK_TIMEOUT_S)["rounds_ms"])
+        answer = self._receive(BLOCK_TIMEOUT_S)
+        return Block(list(answer["rounds_ms"]), list(answer["samples_ms"]))
 
     def done(self) -> None:
-        """This bench() call is measured: the reference side goes on with the test."""
+        """This bench() call is measured: the served test goes on."""
         self._send({"op": "done"})
 
     def skip(self) -> None:
-        """The reference's call has no counterpart here: let it go unmeasured."""
+        """The served call has no counterpart: let it go unmeasured."""
         self._send({"op": "skip"})
 
     def end_test(self) -> TestDone:
-        """The candidate's test is over: the reference finishes its own, unmeasured from here (a
-        call it is waiting in returns on "end"; later calls see the test ended and do not ask)."""
+        """The lead's test is over: the served test finishes, unmeasured from here (a call waiting
+        returns on "end"; later calls see the test ended and do not ask)."""
         self._send({"op": "end"})
         while True:
             message = self.next_call()

@@ -1,0 +1,117 @@
+"""The A/B rule and schedule without processes: seeded pairs with a bias per process (what two
+processes running identical code show on a real machine, docs/gate.md), and fake sides."""
+
+import math
+
+import numpy as np
+import pytest
+
+from pytest_tesserabench import gate, sampling
+from pytest_tesserabench.ab.interleave import interleave
+from pytest_tesserabench.ab.served import Block
+
+ALPHA = 0.01 / 6  # the suite's alpha over six benchmarks, as in gate_real.py
+PROCESSES, PER_PROCESS = 8, 6
+
+
+def simulated(rng, effect, *, process_sd, pair_sd=0.02, outliers=0.05):
+    """Log ratios and their process pairs: each process a steady bias, each pair its noise, and a
+    few pairs straddling a step of the machine's speed (+-40%)."""
+    candidate_bias = rng.normal(0, process_sd, PROCESSES)
+    reference_bias = rng.normal(0, process_sd, PROCESSES)
+    processes = [k % PROCESSES for k in range(PROCESSES * PER_PROCESS)]
+    ratios = []
+    for process in processes:
+        d = math.log1p(effect) + candidate_bias[process] - reference_bias[process] + rng.normal(0, pair_sd)
+        if rng.random() < outliers:
+            d += rng.choice([-1, 1]) * math.log(1.4)
+        ratios.append(d)
+    return ratios, processes
+
+
+def statuses(rule, effect, process_sd, trials=300, seed=1):
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(trials):
+        ratios, processes = simulated(rng, effect, process_sd=process_sd)
+        out.append(rule(ratios, processes).status)
+    return out
+
+
+def by_process(ratios, processes):
+    return gate.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=True)
+
+
+def by_pair(ratios, processes):
+    return gate.paired_decision(ratios, threshold=0.05, alpha=ALPHA, final=True)
+
+
+def test_a_bias_per_process_raises_no_false_alarm_when_processes_are_the_unit():
+    # 3% per process (matmul-like code on the CI VM): pooled pairs read a run's draw of biases as
+    # a change, many times the rate alpha allows (1/600 per benchmark); the rule over process
+    # pairs sees the spread and does not
+    alarms_by_process = statuses(by_process, 0.0, 0.03).count("REGRESSED")
+    alarms_by_pair = statuses(by_pair, 0.0, 0.03).count("REGRESSED")
+    assert alarms_by_process <= 1, alarms_by_process
+    assert alarms_by_pair >= 5, alarms_by_pair  # the bias the process rule exists for
+
+
+@pytest.mark.parametrize(("effect", "least"), [(0.10, 0.95), (0.20, 1.0)])
+def test_a_slowdown_is_caught_through_a_small_process_bias(effect, least):
+    found = statuses(by_process, effect, 0.005, trials=200)
+    assert found.count("REGRESSED") >= least * len(found), found.count("REGRESSED")
+
+
+def test_an_unchanged_benchmark_is_decided_unchanged():
+    found = statuses(by_process, 0.0, 0.005, trials=100)
+    assert found.count("UNCHANGED") == len(found)
+
+
+def test_the_rule_looks_only_when_every_process_pair_has_as_many_pairs_at_a_look():
+    rng = np.random.default_rng(3)
+    ratios, processes = simulated(rng, 0.0, process_sd=0.0)  # 6 pairs per process pair: a look
+    assert gate.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=False) is not None
+    # one pair more: the process pairs are uneven, not a look (unless the budget is spent)
+    more_ratios, more_processes = [*ratios, 0.0], [*processes, 0]
+    assert gate.process_decision(more_ratios, more_processes, threshold=0.05, alpha=ALPHA, final=False) is None
+    final = gate.process_decision(more_ratios, more_processes, threshold=0.05, alpha=ALPHA, final=True)
+    assert final is not None and final.processes == PROCESSES and final.pairs == len(more_ratios)
+    # 5 per process pair is not a look; 2 per process pair is too few even at the end
+    five = [(d, p) for d, p in zip(ratios, processes, strict=True)][: 5 * PROCESSES]
+    assert gate.process_decision(*zip(*five, strict=True), threshold=0.05, alpha=ALPHA, final=False) is None
+    two = five[: 2 * PROCESSES]
+    assert gate.process_decision(*zip(*two, strict=True), threshold=0.05, alpha=ALPHA, final=True) is None
+
+
+class FakeSide:
+    """A served process: each block one round of ``ms`` (times its bias); logs who measured when."""
+
+    def __init__(self, label, ms, log):
+        self.label, self.ms, self.log = label, ms, log
+
+    def block(self, rounds, cpu=None):
+        self.log.append((self.label, cpu))
+        return Block([self.ms] * rounds, [self.ms] * (3 * rounds))
+
+
+def test_the_schedule_goes_round_the_process_pairs_abba_within_each():
+    log = []
+    pairs = [(FakeSide(f"A{i}", 1.1, log), FakeSide(f"B{i}", 1.0, log)) for i in range(4)]
+    candidate = sampling.Measurement(timer="cpu")
+    looks = []
+
+    def decide(ratios, processes, final):
+        looks.append(len(ratios))
+        return gate.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=final)
+
+    result = interleave(pairs, candidate, decide, max_time=10.0, settle_time=0.0, min_pairs=12, cpu=3)
+    order = [label for label, _ in log]
+    first_sweep, second_sweep = ["A0", "B0", "A1", "B1", "A2", "B2", "A3", "B3"], ["B0", "A0", "B1", "A1", "B2", "A2"]
+    assert order[:14] == first_sweep + second_sweep
+    assert {cpu for _, cpu in log} == {3}
+    assert result.processes[:8] == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert candidate.rounds_ms == [1.1] * len(result.log_ratios)
+    assert len(candidate.samples_ms) == 3 * len(candidate.rounds_ms)
+    assert result.reference_rounds_ms == [1.0] * len(result.log_ratios)
+    # identical pairs, +10%: decided REGRESSED at the first look (3 pairs per process pair)
+    assert result.decision.status == "REGRESSED" and len(result.log_ratios) == 12 and candidate.stop_reason == "decided"
