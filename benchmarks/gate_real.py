@@ -213,6 +213,7 @@ def main() -> int:
     budget = ["--bench-max-time=0.2", "--bench-warmup=0.02"] if args.quick else []
     modes = args.modes.split(",")
     outcomes = []  # (condition, mode, version, workload, status)
+    seconds = defaultdict(list)  # mode -> wall time of each candidate run (the cost of the mode)
 
     # Baselines, recorded quiet.
     checkout(repo, "v0")
@@ -235,6 +236,7 @@ def main() -> int:
                     out = args.work / "out.json"
                     out.unlink(missing_ok=True)
                     load = Load(args.load if condition == "loaded" else 0)
+                    began = time.time()
                     with load:
                         if mode == "history":
                             statuses = ours(python, repo, out, "--bench-compare=main", *budget)
@@ -242,6 +244,7 @@ def main() -> int:
                             statuses = ours(python, repo, out, "--bench-ab=v0", *budget)
                         else:
                             statuses = theirs(python, repo, out, saved)
+                    seconds[mode].append(time.time() - began)
                     for workload, status in statuses.items():
                         outcomes.append((condition, mode, version, workload, status))
                     checkout(repo, "v0")
@@ -249,6 +252,8 @@ def main() -> int:
             print(f"[{condition}] repetition {rep + 1}/{args.reps} done, {elapsed / 60:.1f} min", file=sys.stderr)
 
     report(outcomes, args)
+    costs = ", ".join(f"{mode} {sum(v) / len(v):.0f} s" for mode, v in seconds.items())
+    print(f"\nmean wall time of a candidate run (6 benchmarks, pytest start-up included): {costs}")
     if args.json:
         args.json.write_text(json.dumps(outcomes, indent=1))
     return 0
