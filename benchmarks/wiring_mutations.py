@@ -214,6 +214,13 @@ MUTATIONS = (
         ("tests/plugin/test_ab.py",),
     ),
     Mutation(
+        "A/B served processes draw their environment size",
+        "pytest_tesserabench/ab/served.py",
+        'env[PAD_ENV] = "x" * secrets.randbelow(PAD_MAX + 1)',
+        'env[PAD_ENV] = "x" * PAD_MAX',
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
         "A/B judged over process pairs",
         "pytest_tesserabench/ab/lead.py",
         "    if process_pairs > 1:",

@@ -1,18 +1,23 @@
 """Same-job A/B against a git ref (``--bench-ab=REF``).
 
-The candidate (A: the working tree, this pytest) and the reference (B: REF checked out into a
-worktree under the pytest cache) are measured in one job, interleaved in short blocks (ABBA), and
-compared pair by pair, so whatever the machine does to both sides cancels.
+The candidate (A: the working tree) and the reference (B: REF checked out into a worktree under
+the pytest cache) are measured in one job, interleaved in short blocks (ABBA), and compared pair by
+pair, so whatever the machine does to both sides cancels; several served processes per side, so
+what a process does to its own timings averages out and shows in the interval.
 
 * ``worktree``: resolve REF, check it out, clean up (also after Ctrl-C or a killed run).
-* ``reference``: the A side's handle on the B process (a pytest run in the worktree, serving).
-* ``serve``: the B side: collects the same tests and runs one on request, measuring blocks of
-  rounds when asked.
-* ``interleave``: the ABBA schedule and the paired stopping rule.
+* ``served``: the lead's handle on a served process (a pytest run in one side's tree, serving).
+* ``serve``: the served process's end: collects the same tests and runs one on request, warming
+  up and measuring blocks of rounds when asked.
+* ``interleave``: the ABBA schedule over process pairs.
+* ``lead``: the pytest that runs the session: starts the served processes, runs each test in all
+  of them, interleaves, hands the pairs to the rule (gate.process_decision).
 
-Why a long-lived B process rather than importing both trees into one: each tree's code must be
-imported by its own interpreter (module names collide: ``kernels.matmul`` exists on both sides),
-and test fixtures (inputs, compiled kernels) should be set up once per test, not once per block.
-A pytest process in the worktree gives both: it collects the same tests with the REF's conftest
-and fixtures, and keeps the test's objects alive while the A side asks for blocks.
+Why long-lived served processes rather than importing both trees into one: each tree's code must
+be imported by its own interpreter (module names collide: ``kernels.matmul`` exists on both
+sides), and test fixtures (inputs, compiled kernels) should be set up once per test, not once per
+block. A pytest process in each tree gives both: it collects the same tests with the tree's own
+conftest and fixtures, and keeps the test's objects alive while the lead asks for blocks. Why
+served on both sides, several each: a process's timings carry a steady bias of its own (memory
+layout, allocator state), 1-10% on CPU code here, that no interleaving cancels (docs/gate.md).
 """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from pytest_tesserabench.sampling import Plan
 
 AUTHKEY_ENV = "TESSERABENCH_AB_AUTHKEY"
 CACHE_ENV = "TESSERABENCH_AB_CACHE"
+PAD_ENV, PAD_MAX = "TESSERABENCH_AB_PAD", 4096  # bytes: a page, every stack alignment
 START_TIMEOUT_S = 600  # collection of the side's tests (imports, conftest)
 TEST_TIMEOUT_S = 1800  # a test's set-up and first calls (compilation) in a served process
 BLOCK_TIMEOUT_S = 600
@@ -92,6 +94,12 @@ class ServedProcess:
         if self.cache_dir is not None:
             env[CACHE_ENV] = str(self.cache_dir)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [*self._python_path(), env.get("PYTHONPATH")]))
+        # The environment's size moves the initial stack, and with it the alignment of everything
+        # the process puts there: a steady bias of several percent (Mytkowicz et al., "Producing
+        # wrong data without doing anything obviously wrong!", ASPLOS 2009). The two sides' paths
+        # differ in length, so their sizes would differ systematically; a random pad per process
+        # makes it one more per-process draw, which the rule over process pairs averages.
+        env[PAD_ENV] = "x" * secrets.randbelow(PAD_MAX + 1)
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--bench", f"--bench-ab-serve={address}"]
         if importlib.util.find_spec("xdist") is not None:
             command += ["-n", "0"]  # one process, whatever addopts say

@@ -191,7 +191,8 @@ import os, pytest
 def test_where(bench):
     def kernel():
         with open(os.environ["AFFINITY_LOG"], "a") as log:
-            log.write(f"{os.getpid()} {sorted(os.sched_getaffinity(0))}\\n")
+            pad = len(os.environ.get("TESSERABENCH_AB_PAD", ""))
+            log.write(f"{os.getpid()} {pad} {sorted(os.sched_getaffinity(0))}\\n")
     bench(kernel)
 """
 
@@ -199,7 +200,7 @@ def test_where(bench):
 @pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2+ CPUs to pin to"
 )
-def test_both_sides_measure_pinned_to_the_same_cpu(pytester, monkeypatch, tmp_path):
+def test_served_processes_measure_pinned_to_one_cpu_each_with_its_own_environment_size(pytester, monkeypatch, tmp_path):
     # vCPUs of one VM differ in speed by tens of percent: two sides left on different CPUs differ
     # for a reason that is not their code (docs/gate.md)
     log = tmp_path / "affinity.log"
@@ -210,14 +211,17 @@ def test_both_sides_measure_pinned_to_the_same_cpu(pytester, monkeypatch, tmp_pa
     commit(pytester.path, "base")
     args = ("--bench-max-time=0.05", "--bench-warmup=0", "--bench-ab-processes=4", "-p", "no:randomly")
     pytester.runpytest("--bench-ab=main", *args)
-    single_cpu = {}  # pid -> the one-CPU affinities its calls ran under (the first call is unpinned)
+    single_cpu, pads = {}, {}  # pid -> the one-CPU affinities its calls ran under (the first call is unpinned)
     for line in log.read_text().splitlines():
-        pid, cpus = line.split(" ", 1)
+        pid, pad, cpus = line.split(" ", 2)
         single_cpu.setdefault(pid, set()).update([cpus] if "," not in cpus else [])
+        pads[pid] = int(pad)
     measured = {pid: cpus for pid, cpus in single_cpu.items() if cpus}
     assert not single_cpu.get(str(os.getpid()))  # the lead (in-process here) measures nothing itself
     assert len(measured) == 8, single_cpu  # 4 served processes per side
     assert len(set.union(*measured.values())) == 1, single_cpu  # all on one and the same CPU
+    # each served process its own environment size (the stack's alignment): a per-process draw
+    assert len({pads[pid] for pid in measured}) > 1, pads
 
 
 TRITON_WORKLOAD = """
