@@ -98,7 +98,9 @@ def interleave(
             result.decision = decision
         if out_of_time or (decision is not None and decision.decided):
             break
-    result.settle_s = max(0.0, clock() - base_end)
+    # undecided when the budget ran out: the time past it settled the verdict (to a tenth of a
+    # second: the last pair before a decisive look is not worth a note)
+    result.settle_s = round(max(0.0, clock() - base_end), 1)
     candidate.elapsed_s = clock() - start
     candidate.stop_reason = "decided" if result.decision.decided else "ab_budget"
     return result

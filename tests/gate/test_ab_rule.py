@@ -115,3 +115,50 @@ def test_the_schedule_goes_round_the_process_pairs_abba_within_each():
     assert result.reference_rounds_ms == [1.0] * len(result.log_ratios)
     # identical pairs, +10%: decided REGRESSED at the first look (3 pairs per process pair)
     assert result.decision.status == "REGRESSED" and len(result.log_ratios) == 12 and candidate.stop_reason == "decided"
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class TimedSide(FakeSide):
+    """A block takes 0.1 s of the fake clock; the times scatter (seeded, ``sd`` in log) around ``ms``."""
+
+    def __init__(self, label, ms, log, clock, rng, sd):
+        super().__init__(label, ms, log)
+        self.clock, self.rng, self.sd = clock, rng, sd
+
+    def block(self, rounds, cpu=None):
+        self.clock.now += 0.1
+        ms = self.ms * math.exp(self.rng.normal(0, self.sd))
+        return Block([ms] * rounds, [ms] * rounds)
+
+
+def timed_pairs(effect, clock, sd):
+    rng, log = np.random.default_rng(0), []
+    return [
+        (TimedSide(f"A{i}", 1.0 + effect, log, clock, rng, sd), TimedSide(f"B{i}", 1.0, log, clock, rng, sd))
+        for i in range(4)
+    ]
+
+
+def rule(ratios, processes, final):
+    return gate.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=final)
+
+
+def test_settling_is_the_time_an_undecided_benchmark_gets_past_its_budget():
+    # +20% through 1% noise: decided at the first look; the look's pairs (2.4 s of fake time) take
+    # longer than the 1 s budget, but that is the budget's floor, not settling
+    clock = Clock()
+    decided = interleave(timed_pairs(0.20, clock, 0.01), sampling.Measurement(timer="cpu"), rule,
+                         max_time=0.5, settle_time=3.0, min_pairs=12, clock=clock)  # fmt: skip
+    assert decided.decision.status == "REGRESSED" and decided.settle_s == 0.0 and len(decided.log_ratios) == 12
+    # exactly the threshold: undecided at the first look, so it settles: more pairs, up to 3 s more
+    clock = Clock()
+    settled = interleave(timed_pairs(0.05, clock, 0.05), sampling.Measurement(timer="cpu"), rule,
+                         max_time=0.5, settle_time=3.0, min_pairs=12, clock=clock)  # fmt: skip
+    assert len(settled.log_ratios) > 12 and 0 < settled.settle_s <= 3.0 + 0.2
