@@ -7,6 +7,8 @@
     ./dev gpu baseline    the suite three times into baselines/main (a GPU baseline to commit)
     ./dev gpu tune        benchmarks/tune_matmul_gpu.py (the tuner against exhaustive and autotune)
     ./dev gpu collectives the collective suite with NCCL on one GPU (world size 1)
+    ./dev gpu ab          A/A of the bf16 matmul and row kernels, --bench-ab=HEAD with 1 and with 8
+                          served processes per side: does a process's bias vanish for device time?
 
 Every step writes its log and JSON under $OUT (the device tool's folder that comes back), else
 under .bench-out/. It uses the interpreter it runs under (the device's Python, whose torch and
@@ -56,6 +58,34 @@ def _tune_strategy() -> str:
     return "random"
 
 
+def _ab_a_a() -> int:
+    """A/A on the device: the same commit on both sides, so every verdict but UNCHANGED is the
+    gate's error. The device's copy of the tree may not be a git repository: make it one."""
+    if subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True).returncode != 0:
+        for git in (
+            ["init", "-q"],
+            ["add", "-A"],
+            ["-c", "user.name=gpu", "-c", "user.email=gpu@local", "commit", "-qm", "snapshot"],
+        ):
+            subprocess.run(["git", *git], cwd=ROOT, check=True, capture_output=True)
+    files = ("tests/bench/test_bench_matmul.py", "tests/bench/test_bench_rows.py")
+    return max(
+        run(
+            f"ab-{n}",
+            *pytest(
+                *files,
+                "-k",
+                "bf16",
+                "--bench-ab=HEAD",
+                f"--bench-ab-processes={n}",
+                f"--bench-json={OUT / f'ab{n}.json'}",
+            ),
+            timeout=280,
+        )
+        for n in (1, 8)
+    )
+
+
 STEPS = {
     "install": lambda: run("install", PY, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", "."),
     # every failure, not the first: GPU time is too short to rerun for the next one
@@ -84,6 +114,7 @@ STEPS = {
         "collectives",
         *pytest("tests/bench/test_bench_collectives.py", "--bench", f"--bench-json={OUT / 'collectives.json'}"),
     ),
+    "ab": _ab_a_a,
 }
 
 
