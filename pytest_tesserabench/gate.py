@@ -605,7 +605,9 @@ def paired_decision(log_ratios, *, threshold: float, alpha: float, final: bool, 
 def _three_valued(centre, interval, strict, p_values, level, theta, final) -> tuple[str, bool]:
     """(status, decided): a slowdown or speed-up significant at ``level`` whose 95% ``interval``
     reaches the threshold ``theta`` (log); UNCHANGED when the ``strict`` (1 - 2 level) interval
-    lies within it; else undecided, and when ``final`` INCONCLUSIVE only if the estimate reaches it."""
+    lies within it; else undecided. When ``final`` (the budget is spent), an undecided benchmark is
+    UNCHANGED only if its 95% interval rules out a slowdown past the threshold, as in history mode:
+    an interval of [0.15x, 4x] is not "unchanged", it is "could not tell" (INCONCLUSIVE)."""
     (low, high), (strict_low, strict_high), (p_slower, p_faster) = interval, strict, p_values
     if p_slower < level and high >= theta:
         return "REGRESSED", True
@@ -614,7 +616,7 @@ def _three_valued(centre, interval, strict, p_values, level, theta, final) -> tu
     if strict_high < theta and strict_low > -theta:
         return "UNCHANGED", True  # confidently smaller than the threshold either way
     if final:
-        return ("INCONCLUSIVE" if centre >= theta else "UNCHANGED"), False
+        return ("INCONCLUSIVE" if high >= theta else "UNCHANGED"), False
     return "INCONCLUSIVE", False
 
 

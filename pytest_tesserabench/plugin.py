@@ -147,10 +147,30 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
         except ABError as exc:
             raise pytest.UsageError(str(exc)) from None
         state.reference = state.ab.reference
+        state.sigterm = _interrupt_on_sigterm()
     else:
         from pytest_tesserabench.sampling import LocalMeasurer
 
         state.measurer = LocalMeasurer()
+
+
+def _interrupt_on_sigterm():
+    """CI cancels a job with SIGTERM, which would kill the session outright and leave the A/B
+    worktree and the served processes' folders behind: take it as Ctrl-C instead, so pytest
+    unwinds and cleans up. Returns the handler it replaced (None: left alone)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) not in (
+        signal.SIG_DFL,
+        None,
+    ):
+        return None
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    return signal.signal(signal.SIGTERM, interrupt)
 
 
 SETTLE_NARROWING = 0.9  # a settling chunk must narrow the interval by 10% to earn the next
@@ -400,9 +420,14 @@ class SessionHooks:
                 pytest.fail(str(exc), pytrace=False)
         try:
             result = yield  # the test body raised: its own failure stands, nothing is judged
-        finally:
+        except (KeyboardInterrupt, SystemExit):
+            raise  # the session ends here: the served processes are stopped at unconfigure
+        except BaseException:
             if both_sides:
                 self._end_test_on_both_sides(item)
+            raise
+        if both_sides:
+            self._end_test_on_both_sides(item)
         fixture = item.stash.get(BENCH_KEY, None)
         if fixture is None:
             return result
@@ -484,6 +509,7 @@ class SessionHooks:
             if record.ab is not None:
                 record.ab["reference"] = theirs.get(name)
                 record.ab["reference_outcome"] = at_reference.outcome
+                record.ab["reference_error"] = at_reference.error
         missing = []
         group = next(iter(ours.values())).group if ours else item.nodeid
         for name in dict.fromkeys([*test.reference_unpaired, *at_reference.unpaired]):
@@ -557,6 +583,10 @@ class SessionHooks:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         state = self.state
         if state.ab is not None:
+            if state.sigterm is not None:
+                import signal
+
+                signal.signal(signal.SIGTERM, state.sigterm)
             state.ab.close()
             if not state.is_worker:  # the controller (or the only process) owns the worktree
                 from pytest_tesserabench.ab.worktree import remove

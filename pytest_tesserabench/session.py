@@ -31,6 +31,7 @@ class BenchSession:
         self.comparison: BaselineComparison | None = None
         self.ab = None  # ab.lead.ABLead with --bench-ab (in the process that runs tests)
         self.reference = None  # ab.worktree.Reference with --bench-ab (every process)
+        self.sigterm = None  # with --bench-ab: SIGTERM's handler before the lead took it as Ctrl-C
         self.measurer = None  # how bench() measures: sampling.LocalMeasurer, or a side of A/B
         self.records: dict[str, BenchRecord] = {}  # id -> record, in completion order
         self.ran: set[str] = set()  # node ids of tests that reported (controller), for MISSING

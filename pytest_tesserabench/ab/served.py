@@ -25,6 +25,7 @@ from pytest_tesserabench.sampling import Plan
 AUTHKEY_ENV = "TESSERABENCH_AB_AUTHKEY"
 CACHE_ENV = "TESSERABENCH_AB_CACHE"
 PAD_ENV, PAD_MAX = "TESSERABENCH_AB_PAD", 4096  # bytes: a page, every stack alignment
+THREAD_POOLS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TIMEOUT_S = 600  # collection of the side's tests (imports, conftest)
 TEST_TIMEOUT_S = 1800  # a test's set-up and first calls (compilation) in a served process
 BLOCK_TIMEOUT_S = 600
@@ -100,6 +101,12 @@ class ServedProcess:
         # differ in length, so their sizes would differ systematically; a random pad per process
         # makes it one more per-process draw, which the rule over process pairs averages.
         env[PAD_ENV] = "x" * secrets.randbelow(PAD_MAX + 1)
+        # Pinned to one CPU while measuring, a BLAS or OpenMP pool sized to the machine spins its
+        # threads against each other on that CPU: numpy's matmul measured 0.33 ms alone and up to
+        # 27 ms in a served process. One thread is what a pinned process can run (unless the user
+        # sized the pools).
+        for pool in THREAD_POOLS:
+            env.setdefault(pool, "1")
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--bench", f"--bench-ab-serve={address}"]
         if importlib.util.find_spec("xdist") is not None:
             command += ["-n", "0"]  # one process, whatever addopts say

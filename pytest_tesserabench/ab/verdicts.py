@@ -34,7 +34,8 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
         if ab.get("settle_s"):
             notes.append(f"settled: {ab['settle_s']:.1f} s of extra A/B pairs")
         if ab.get("reference_outcome") not in (None, "passed"):
-            notes.append(f"the test {ab['reference_outcome']} at {where}")
+            why = f": {ab['reference_error']}" if ab.get("reference_error") else ""
+            notes.append(f"the test {ab['reference_outcome']} at {where}{why}")
         paired = gate.PairedDecision(
             status=decision["status"],
             decided=decision["decided"],

@@ -162,3 +162,13 @@ def test_settling_is_the_time_an_undecided_benchmark_gets_past_its_budget():
     settled = interleave(timed_pairs(0.05, clock, 0.05), sampling.Measurement(timer="cpu"), rule,
                          max_time=0.5, settle_time=3.0, min_pairs=12, clock=clock)  # fmt: skip
     assert len(settled.log_ratios) > 12 and 0 < settled.settle_s <= 3.0 + 0.2
+
+
+def test_at_the_end_of_the_budget_unchanged_needs_an_interval_that_rules_out_a_slowdown():
+    processes = [k % PROCESSES for k in range(3 * PROCESSES)]
+    spread = [-0.25, 0.25, -0.2, 0.2, -0.15, 0.15, -0.1, 0.12]  # process pairs far apart, mean ~0
+    wide = [spread[p] for p in processes]  # estimate below +5%, interval far past it
+    narrow = [spread[p] / 50 for p in processes]
+    undecided = gate.process_decision(wide, processes, threshold=0.05, alpha=ALPHA, final=True)
+    assert undecided.status == "INCONCLUSIVE" and not undecided.decided and undecided.ci[1] > 1.05
+    assert gate.process_decision(narrow, processes, threshold=0.05, alpha=ALPHA, final=True).status == "UNCHANGED"

@@ -5,6 +5,8 @@ real is everything else: the worktree, the reference process, the protocol, the 
 import json
 import os
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -99,16 +101,24 @@ def test_labelled(bench, fake_clock):
 
 def test_broken_at_ref(bench, fake_clock):
     assert False, "broken at the reference"
+
+def test_fails_late_at_ref(bench, fake_clock):
+    bench(kernel_for("a", fake_clock))
+    assert False, "late failure at the reference"
 """
     )
     commit(repo.path, "reference with a labelled call and a broken test")
     path.write_text(
         path.read_text().replace('    bench(kernel_for("c", fake_clock), name="old")\n', "")
         .replace('    assert False, "broken at the reference"\n', '    bench(kernel_for("b", fake_clock))\n')
+        .replace('    assert False, "late failure at the reference"\n', "")
         + "\ndef test_new(bench, fake_clock):\n    bench(kernel_for('a', fake_clock))\n"
     )  # fmt: skip
     result = repo.runpytest("--bench-ab=HEAD", *ARGS)
-    result.assert_outcomes(passed=6)
+    result.assert_outcomes(passed=7)
+    result.stdout.fnmatch_lines(
+        ["test_w.py::test_fails_late_at_ref", "*the test failed at HEAD (*): AssertionError: late failure at the*"]
+    )
     result.stdout.fnmatch_lines(
         [
             "test_w.py::test_broken_at_ref",
@@ -123,7 +133,7 @@ def test_broken_at_ref(bench, fake_clock):
         ]
     )
     result.stdout.fnmatch_lines(["test_w.py::test_new", "*NEW*no such test at the reference*"])
-    result.stdout.fnmatch_lines(["*4 unchanged, 2 new, 1 missing*"])
+    result.stdout.fnmatch_lines(["*5 unchanged, 2 new, 1 missing*"])
 
 
 def test_under_xdist_and_with_save(repo):
@@ -171,6 +181,24 @@ def test_a_reference_whose_tests_do_not_collect(repo):
     assert worktrees(repo) == []
 
 
+def test_sigterm_is_taken_as_ctrl_c_and_cleans_up(repo):
+    # how CI cancels a job: the worktree and the served processes' folders must not stay behind
+    path = repo.path / "test_w.py"
+    path.write_text(
+        path.read_text()
+        + "\ndef test_cancelled(bench, fake_clock):\n"
+        + "    bench(kernel_for('a', fake_clock))\n"
+        + "    import signal\n"
+        + "    if 'TESSERABENCH_AB_AUTHKEY' not in os.environ:  # the lead, not a served process\n"
+        + "        os.kill(os.getpid(), signal.SIGTERM)\n"
+    )
+    before = set(Path(tempfile.gettempdir()).glob("tesserabench-ab-*"))
+    result = repo.runpytest_subprocess("--bench-ab=main", *ARGS)
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    assert worktrees(repo) == []
+    assert set(Path(tempfile.gettempdir()).glob("tesserabench-ab-*")) <= before
+
+
 def test_the_worktree_goes_even_after_ctrl_c_and_a_killed_runs_is_cleared(repo):
     path = repo.path / "test_w.py"
     path.write_text(path.read_text() + "\ndef test_stop():\n    raise KeyboardInterrupt\n")
@@ -192,7 +220,8 @@ def test_where(bench):
     def kernel():
         with open(os.environ["AFFINITY_LOG"], "a") as log:
             pad = len(os.environ.get("TESSERABENCH_AB_PAD", ""))
-            log.write(f"{os.getpid()} {pad} {sorted(os.sched_getaffinity(0))}\\n")
+            blas = os.environ.get("OPENBLAS_NUM_THREADS", "-")
+            log.write(f"{os.getpid()} {pad} {blas} {sorted(os.sched_getaffinity(0))}\\n")
     bench(kernel)
 """
 
@@ -200,28 +229,37 @@ def test_where(bench):
 @pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2+ CPUs to pin to"
 )
-def test_served_processes_measure_pinned_to_one_cpu_each_with_its_own_environment_size(pytester, monkeypatch, tmp_path):
+def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_its_own_environment_size(
+    pytester, monkeypatch, tmp_path
+):
     # vCPUs of one VM differ in speed by tens of percent: two sides left on different CPUs differ
     # for a reason that is not their code (docs/gate.md)
     log = tmp_path / "affinity.log"
     monkeypatch.setenv("AFFINITY_LOG", str(log))
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     git(pytester.path, "init", "-q", "-b", "main")
     pytester.makepyfile(test_p=PINNED)
     (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n")
     commit(pytester.path, "base")
     args = ("--bench-max-time=0.05", "--bench-warmup=0", "--bench-ab-processes=4", "-p", "no:randomly")
     pytester.runpytest("--bench-ab=main", *args)
-    single_cpu, pads = {}, {}  # pid -> the one-CPU affinities its calls ran under (the first call is unpinned)
+    single_cpu, pads, pools = (
+        {},
+        {},
+        {},
+    )  # pid -> the one-CPU affinities its calls ran under (the first call is unpinned)
     for line in log.read_text().splitlines():
-        pid, pad, cpus = line.split(" ", 2)
+        pid, pad, blas, cpus = line.split(" ", 3)
         single_cpu.setdefault(pid, set()).update([cpus] if "," not in cpus else [])
-        pads[pid] = int(pad)
+        pads[pid], pools[pid] = int(pad), blas
     measured = {pid: cpus for pid, cpus in single_cpu.items() if cpus}
     assert not single_cpu.get(str(os.getpid()))  # the lead (in-process here) measures nothing itself
     assert len(measured) == 8, single_cpu  # 4 served processes per side
     assert len(set.union(*measured.values())) == 1, single_cpu  # all on one and the same CPU
     # each served process its own environment size (the stack's alignment): a per-process draw
     assert len({pads[pid] for pid in measured}) > 1, pads
+    # one BLAS thread in a process pinned to one CPU (a pool of many would spin against itself)
+    assert {pools[pid] for pid in measured} == {"1"}, pools
 
 
 TRITON_WORKLOAD = """
