@@ -25,10 +25,9 @@ from pytest_tesserabench.options import Settings
 class TestOnBothSides:
     """One test as the served processes see it."""
 
-    def __init__(self, nodeid: str, on_reference: bool, on_candidate: bool):
-        self.nodeid = nodeid
+    def __init__(self, running: list[ServedProcess], on_reference: bool):
+        self.running = running  # the served processes whose tree has the test
         self.on_reference = on_reference
-        self.on_candidate = on_candidate
         self.finished: dict[ServedProcess, TestDone] = {}  # served tests that ended (before ours)
         self.reference_unpaired: list[str | None] = []
 
@@ -52,7 +51,6 @@ class ABLead:
         self.test_files: list[str] = []
         self.selected = 0  # benchmark tests selected: m of alpha/m
         self.test: TestOnBothSides | None = None
-        self.settle_s: list[float] = []  # time spent settling, per benchmark that needed it
         self.failed: ABError | None = None  # the served processes could not start
 
     @classmethod
@@ -128,10 +126,8 @@ class ABLead:
 
     # -- a test ------------------------------------------------------------------------------------
     def begin_test(self, nodeid: str) -> None:
-        self._served()
-        on_reference = all([process.run_test(nodeid) for process in self.references])
-        on_candidate = all([process.run_test(nodeid) for process in self.candidates])
-        self.test = TestOnBothSides(nodeid, on_reference, on_candidate)
+        running = [process for process in self._served() if process.run_test(nodeid)]
+        self.test = TestOnBothSides(running, on_reference=all(p in running for p in self.references))
 
     def end_test(self) -> tuple[TestOnBothSides, TestDone | None] | None:
         """The test is over here; the served tests finish theirs. The test as the sides saw it,
@@ -139,17 +135,15 @@ class ABLead:
         test, self.test = self.test, None
         if test is None:
             return None
-        for process, present in [(p, test.on_candidate) for p in self.candidates] + [
-            (p, test.on_reference) for p in self.references
-        ]:
-            if present and process not in test.finished:
+        for process in test.running:
+            if process not in test.finished:
                 test.finished[process] = process.end_test()
-        return test, test.finished.get(self.references[0]) if test.on_reference else None
+        return test, test.finished.get(self.references[0])
 
-    def _reached(self, process: ServedProcess, present: bool, name: str | None) -> Reached | None:
+    def _reached(self, process: ServedProcess, name: str | None) -> Reached | None:
         """Wait until ``process`` reaches the same ``bench()`` call (None: it never will)."""
         test = self.test
-        if test is None or not present or process in test.finished:
+        if test is None or process not in test.running or process in test.finished:
             return None
         while True:
             message = process.next_call()
@@ -166,12 +160,7 @@ class ABLead:
     def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
         info = {"ref": self.reference.ref, "sha": self.reference.sha}
         test = self.test
-        reached = {}
-        if test is not None:
-            for process in self.candidates:
-                reached[process] = self._reached(process, test.on_candidate, name)
-            for process in self.references:
-                reached[process] = self._reached(process, test.on_reference, name)
+        reached = {process: self._reached(process, name) for process in self._all()} if test else {}
         unpaired = self._why_unpaired(test, reached, timer.name)
         if unpaired is not None:  # measured here alone: nothing to compare with
             for process, message in reached.items():
@@ -183,12 +172,7 @@ class ABLead:
         count = len(self.candidates)
         cpu = measuring_cpu()
         plans = [process.warm_up(cpu) for process in self._all()]  # one at a time
-        candidate = sampling.Measurement(
-            timer=timer.name,
-            warmup_calls=plans[0].warmup_calls,
-            inner_loops=plans[0].inner_loops,
-            samples_per_round=plans[0].samples_per_round,
-        )
+        candidate = sampling.start_measurement(timer, plans[0])  # the first candidate's plan
         result = interleave(
             list(zip(self.candidates, self.references, strict=True)),
             candidate,
@@ -200,8 +184,6 @@ class ABLead:
         )
         for process in self._all():
             process.done()
-        if result.settle_s > 0:
-            self.settle_s.append(result.settle_s)
         decision = result.decision
         info.update(
             log_ratios=result.log_ratios,
@@ -225,7 +207,7 @@ class ABLead:
     def _why_unpaired(self, test: TestOnBothSides | None, reached: dict, timer_name: str) -> str | None:
         if test is None:
             return "not a test run on both sides"
-        if reached.get(self.references[0]) is None or None in (reached[p] for p in self.references):
+        if None in (reached[p] for p in self.references):
             return test.why_unpaired(self.references[0])
         if None in (reached[p] for p in self.candidates):
             first = next(p for p in self.candidates if reached[p] is None)

@@ -80,10 +80,6 @@ class ServedProcess:
         self.log_path = self._folder / "served.log"
 
     # -- life cycle --------------------------------------------------------------------------------
-    def start(self) -> None:
-        self.launch()
-        self.connect()
-
     def launch(self) -> None:
         """The process started (collecting); ``connect`` waits for it. Separate, so that several
         processes collect at once."""

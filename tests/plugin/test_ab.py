@@ -4,6 +4,7 @@ real is everything else: the worktree, the reference process, the protocol, the 
 
 import json
 import os
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -65,8 +66,10 @@ def worktrees(pytester):
 def test_a_slowdown_fails_exactly_its_test_and_both_sides_are_recorded(repo, tmp_path):
     slow_down(repo, "b", 1.3)
     out = tmp_path / "run.json"
+    sigterm = signal.getsignal(signal.SIGTERM)
     result = repo.runpytest("--bench-ab=main", f"--bench-json={out}", *ARGS, "--bench-ab-processes=4")
     result.assert_outcomes(passed=2, failed=1)
+    assert signal.getsignal(signal.SIGTERM) is sigterm  # the lead gives SIGTERM back (in-process run here)
     result.stdout.fnmatch_lines(
         [
             "tesserabench: A/B, the working tree (1 uncommitted change(s)) vs main (*), 4 served processes per side*",
