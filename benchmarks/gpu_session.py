@@ -59,8 +59,9 @@ def _tune_strategy() -> str:
 
 
 def _ab_a_a() -> int:
-    """A/A on the device: the same commit on both sides, so every verdict but UNCHANGED is the
-    gate's error. The device's copy of the tree may not be a git repository: make it one."""
+    """A/A on the device: the same commit on both sides, so every REGRESSED or IMPROVED is the
+    gate's error (INCONCLUSIVE: it could not tell). The device's copy of the tree may not be a git
+    repository: make it one."""
     if subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True).returncode != 0:
         for git in (
             ["init", "-q"],
