@@ -203,6 +203,7 @@ class Bench:
                 samples_per_round=m.samples_per_round,
                 stop=m.stop_reason,
                 elapsed_s=m.elapsed_s,
+                run_queue_wait_s=m.run_queue_wait_s,
             ),
             flops=flops,
             bytes=nbytes,

@@ -246,6 +246,7 @@ class Sampling:
     stop: str = ""
     elapsed_s: float = 0.0
     settle_s: float = 0.0  # extra measuring an INCONCLUSIVE verdict took to settle
+    run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -260,6 +261,9 @@ class Sampling:
             stop=_text(data.get("stop", ""), f"{where}.stop"),
             elapsed_s=_number(data.get("elapsed_s", 0.0), f"{where}.elapsed_s", nullable=False, low=0.0, high=1e9),
             settle_s=_number(data.get("settle_s", 0.0), f"{where}.settle_s", nullable=False, low=0.0, high=1e9),
+            run_queue_wait_s=_number(
+                data.get("run_queue_wait_s", 0.0), f"{where}.run_queue_wait_s", nullable=False, low=0.0, high=1e9
+            ),
         )
 
 

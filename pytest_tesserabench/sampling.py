@@ -73,6 +73,7 @@ class Measurement:
     inner_loops: int = 1
     samples_per_round: int = 1
     elapsed_s: float = 0.0
+    run_queue_wait_s: float = 0.0  # waiting for a CPU, left out of the samples (see run_queue)
 
     @property
     def calls(self) -> int:
@@ -119,7 +120,9 @@ def warm_up(
 
 def take_round(timer: Timer, plan: Plan, into: Measurement) -> float:
     """One round (of this process alone): its samples and median go into ``into``; returns the median (ms)."""
+    waited_ns = getattr(timer, "run_queue_wait_ns", 0)  # CPU timers count it; device timers need not
     samples = timer.round(plan.samples_per_round)
+    into.run_queue_wait_s += (getattr(timer, "run_queue_wait_ns", 0) - waited_ns) / 1e9
     into.samples_ms.extend(samples)
     median = statistics.median(samples)
     into.rounds_ms.append(median)

@@ -3,7 +3,8 @@
 A timer owns a zero-argument ``call`` and answers ``round(samples)``: that many samples in
 milliseconds per call, with the device synchronised once at the end of the round.
 
-- ``CpuTimer``: perf_counter_ns around a calibrated inner loop, garbage collector off.
+- ``CpuTimer``: perf_counter_ns around a calibrated inner loop, garbage collector off, less the
+  time the thread waited for a CPU (``run_queue``: another process took it).
 - ``CudaEventTimer``: CUDA events around each repetition; the L2 cache is flushed before each
   repetition by writing a buffer twice the L2 size, outside the timed window.
 - ``CudaGraphTimer``: the repetitions (flushes included) are captured in a CUDA graph and replayed;
@@ -18,6 +19,8 @@ import math
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
+
+from pytest_tesserabench import run_queue
 
 Call = Callable[[], Any]
 
@@ -35,6 +38,7 @@ class CpuTimer:
         self.call = call
         self.name = label  # "cpu", or "interpreter" for Triton kernels run by the interpreter
         self.inner = 1
+        self.run_queue_wait_ns = 0  # left out of the samples so far: time spent waiting for a CPU
 
     def time_once(self) -> float:
         """One untimed-looking warm-up call; returns its duration in seconds."""
@@ -50,16 +54,23 @@ class CpuTimer:
         call, inner = self.call, self.inner
         loop = range(inner)
         clock = time.perf_counter_ns
+        waited, close = run_queue.wait_clock()
         out = []
         gc_was_enabled = gc.isenabled()
         gc.disable()  # a collection inside a sample would be billed to the kernel
         try:
             for _ in range(samples):
+                # The wait is read inside the timed window: a preemption between a read and the
+                # clock is then billed to the sample (never subtracted from time that was not in it).
                 t0 = clock()
+                w0 = waited()
                 for _ in loop:
                     call()
-                out.append((clock() - t0) / inner / 1e6)
+                wait = waited() - w0
+                out.append((clock() - t0 - wait) / inner / 1e6)
+                self.run_queue_wait_ns += wait
         finally:
+            close()
             if gc_was_enabled:
                 gc.enable()
         return out

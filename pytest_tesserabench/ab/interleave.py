@@ -81,6 +81,7 @@ def interleave(
             if side == "A":
                 candidate.rounds_ms.extend(block.rounds_ms)
                 candidate.samples_ms.extend(block.samples_ms)
+                candidate.run_queue_wait_s += block.run_queue_wait_s
             else:
                 result.reference_rounds_ms.extend(block.rounds_ms)
             blocks[side] = statistics.median(block.rounds_ms)

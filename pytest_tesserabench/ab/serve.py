@@ -114,10 +114,13 @@ class ServeLoop:
                     self.connection.send({"op": "plan", "plan": dataclasses.asdict(plan)})
                     continue
                 if op == "block":
-                    first = len(measurement.samples_ms)
+                    first, waited = len(measurement.samples_ms), measurement.run_queue_wait_s
                     rounds = [sampling.take_round(timer, plan, measurement) for _ in range(message["rounds"])]
                     samples = measurement.samples_ms[first:]
-                    self.connection.send({"op": "rounds", "rounds_ms": rounds, "samples_ms": samples})
+                    waited = measurement.run_queue_wait_s - waited
+                    self.connection.send(
+                        {"op": "rounds", "rounds_ms": rounds, "samples_ms": samples, "run_queue_wait_s": waited}
+                    )
                     continue
                 if op in ("skip", "end"):
                     test.unpaired.append(name)

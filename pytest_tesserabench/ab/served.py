@@ -43,6 +43,7 @@ class Reached:
 class Block:
     rounds_ms: list[float]
     samples_ms: list[float]
+    run_queue_wait_s: float = 0.0  # left out of the samples (see run_queue)
 
 
 @dataclass
@@ -217,7 +218,7 @@ class ServedProcess:
     def block(self, rounds: int, cpu: int | None = None) -> Block:
         self._send({"op": "block", "rounds": rounds, "cpu": cpu})
         answer = self._receive(BLOCK_TIMEOUT_S)
-        return Block(list(answer["rounds_ms"]), list(answer["samples_ms"]))
+        return Block(list(answer["rounds_ms"]), list(answer["samples_ms"]), float(answer.get("run_queue_wait_s", 0.0)))
 
     def done(self) -> None:
         """This bench() call is measured: the served test goes on."""

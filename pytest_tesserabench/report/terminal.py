@@ -90,6 +90,29 @@ def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line
     return [Line(i + t) for i, t in zip(short, tails)]
 
 
+# Below this share of the timed wall clock, waiting for a CPU is ordinary scheduling, not worth a line.
+CPU_SHARING_NOTE = 0.05
+
+
+def cpu_sharing_line(records) -> str | None:
+    """A line when the CPU-timed benchmarks waited for a CPU for a notable share of their timed wall
+    clock: that wait is not in their figures, but the machine was shared, which shows elsewhere
+    (caches, memory bandwidth, a busy SMT sibling)."""
+    waited = timed = 0.0
+    for record in records:
+        if record.sampling is None:  # read from a file without it
+            continue
+        wait = record.sampling.run_queue_wait_s
+        waited += wait
+        timed += wait + sum(record.samples_ms) * record.sampling.inner_loops / 1e3
+    if timed <= 0 or waited / timed < CPU_SHARING_NOTE:
+        return None
+    return (
+        f"the CPU was shared: the timing thread waited for it {waited:.1f} s ({waited / timed:.0%} of the timed wall "
+        f"clock), left out of the figures; other processes still share caches and memory bandwidth"
+    )
+
+
 def render_summary(records, **kwargs) -> str:
     """The summary as plain text (see summary_lines)."""
     return "".join(line.text + "\n" for line in summary_lines(records, **kwargs))
@@ -149,6 +172,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     )
     for line in lines:
         terminalreporter.write_line(line.text, **line.markup())
+    sharing = cpu_sharing_line(state.records.values())
+    if sharing and verbosity >= 0:
+        terminalreporter.write_line(sharing, yellow=True)
     kernel_lines = _kernel_lines(state.records)
     if kernel_lines and verbosity >= 0:
         terminalreporter.write_sep("-", "static kernel analysis")

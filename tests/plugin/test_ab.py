@@ -6,13 +6,12 @@ import json
 import os
 import signal
 import subprocess
-import tempfile
-from pathlib import Path
 
 import pytest
 
 WORKLOAD = """
 import math, os, random, time, pytest
+from pytest_tesserabench import run_queue
 
 SCALE = {"a": 1.0, "b": 1.0, "c": 1.0}
 
@@ -20,6 +19,7 @@ SCALE = {"a": 1.0, "b": 1.0, "c": 1.0}
 def fake_clock(monkeypatch):
     now = [0]
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
+    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
     return now
 
 def kernel_for(name, fake_clock):
@@ -184,7 +184,7 @@ def test_a_reference_whose_tests_do_not_collect(repo):
     assert worktrees(repo) == []
 
 
-def test_sigterm_is_taken_as_ctrl_c_and_cleans_up(repo):
+def test_sigterm_is_taken_as_ctrl_c_and_cleans_up(repo, monkeypatch):
     # how CI cancels a job: the worktree and the served processes' folders must not stay behind
     path = repo.path / "test_w.py"
     path.write_text(
@@ -195,11 +195,13 @@ def test_sigterm_is_taken_as_ctrl_c_and_cleans_up(repo):
         + "    if 'TESSERABENCH_AB_AUTHKEY' not in os.environ:  # the lead, not a served process\n"
         + "        os.kill(os.getpid(), signal.SIGTERM)\n"
     )
-    before = set(Path(tempfile.gettempdir()).glob("tesserabench-ab-*"))
+    private_tmp = repo.path.parent / "tmp"  # its own temp dir: other tests' runs make folders too
+    private_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(private_tmp))
     result = repo.runpytest_subprocess("--bench-ab=main", *ARGS)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     assert worktrees(repo) == []
-    assert set(Path(tempfile.gettempdir()).glob("tesserabench-ab-*")) <= before
+    assert list(private_tmp.glob("tesserabench-ab-*")) == []
 
 
 def test_the_worktree_goes_even_after_ctrl_c_and_a_killed_runs_is_cleared(repo):

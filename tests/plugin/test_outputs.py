@@ -18,11 +18,13 @@ from pytest_tesserabench.results import RunDocument
 # figures and the verdicts do not depend on how busy the machine is.
 WORKLOAD = """
 import os, random, time, pytest
+from pytest_tesserabench import run_queue
 
 @pytest.fixture
 def fake_clock(monkeypatch):
     now = [0]
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
+    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
     return now
 
 @pytest.mark.bench_sizes(n=[1, 2])

@@ -9,6 +9,7 @@ from pytest_tesserabench import canary
 # change of its own); 1% round noise and 0.3% of benchmark-own drift, seeded per run.
 WORKLOAD = """
 import os, random, time, pytest
+from pytest_tesserabench import run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 SHIFT = float(os.environ.get("SHIFT", "1"))
@@ -17,6 +18,7 @@ SHIFT = float(os.environ.get("SHIFT", "1"))
 def fake_clock(monkeypatch):
     now = [0]
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
+    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
     return now
 
 @pytest.mark.parametrize("name", ["a", "b", "c", "d", "e"])

@@ -11,6 +11,7 @@ from pytest_tesserabench import canary, machine
 # seeded per-run drift, so verdicts do not depend on how busy the machine is.
 WORKLOAD = """
 import math, os, random, time, pytest
+from pytest_tesserabench import run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 
@@ -18,6 +19,7 @@ RUN = int(os.environ.get("RUN", "0"))
 def fake_clock(monkeypatch):
     now = [0]
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
+    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
     return now
 
 def kernel_for(name, fake_clock, noise=0.01):

@@ -1,0 +1,143 @@
+"""Time spent waiting for a CPU is left out of CPU samples (pytest_tesserabench.run_queue)."""
+
+import multiprocessing
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_tesserabench import canary, run_queue, sampling
+from pytest_tesserabench.report.terminal import cpu_sharing_line
+from pytest_tesserabench.results import BenchRecord, Sampling
+from pytest_tesserabench.timing import CpuTimer
+
+has_schedstat = pytest.mark.skipif(
+    not Path("/proc/thread-self/schedstat").exists(), reason="no per-thread schedstat here (Linux only)"
+)
+
+
+class FakeMachine:
+    """A fake wall clock and a fake run-queue wait: each call takes 3 ms, of which 1 ms waiting."""
+
+    def __init__(self, monkeypatch):
+        self.now_ns = 0
+        self.waited_ns = 0
+        self.reads_open = 0
+        monkeypatch.setattr(time, "perf_counter_ns", lambda: self.now_ns)
+        monkeypatch.setattr(run_queue, "wait_clock", self.wait_clock)
+
+    def wait_clock(self):
+        self.reads_open += 1
+
+        def close():
+            self.reads_open -= 1
+
+        return (lambda: self.waited_ns), close
+
+    def call(self):
+        self.now_ns += 3_000_000
+        self.waited_ns += 1_000_000
+
+
+def test_a_cpu_sample_leaves_out_the_wait_for_a_cpu(monkeypatch):
+    machine = FakeMachine(monkeypatch)
+    timer = CpuTimer(machine.call)
+    assert timer.round(4) == [2.0, 2.0, 2.0, 2.0]
+    assert timer.run_queue_wait_ns == 4_000_000
+    assert machine.reads_open == 0  # the schedstat file is closed after every round
+
+
+def test_a_measurement_and_its_record_carry_the_wait(monkeypatch):
+    machine = FakeMachine(monkeypatch)
+    timer = CpuTimer(machine.call)
+    plan = sampling.Plan(samples_per_round=5, warmup_calls=0, inner_loops=1)
+    measurement = sampling.start_measurement(timer, plan)
+    sampling.take_round(timer, plan, measurement)
+    sampling.take_round(timer, plan, measurement)
+    assert measurement.run_queue_wait_s == pytest.approx(0.010)
+    data = Sampling(run_queue_wait_s=measurement.run_queue_wait_s).to_json()
+    assert Sampling.from_json(data, "sampling").run_queue_wait_s == pytest.approx(0.010)
+
+
+def test_the_canary_leaves_out_the_wait_too(monkeypatch):
+    machine = FakeMachine(monkeypatch)
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: machine.now_ns)
+    import numpy as np
+
+    real_sort = np.sort
+
+    def sort(*args, **kwargs):
+        machine.call()
+        return real_sort(*args, **kwargs)
+
+    monkeypatch.setattr(np, "sort", sort)
+    assert canary.measure_canary(3) == [2.0, 2.0, 2.0]
+
+
+def test_where_there_is_no_schedstat_nothing_is_left_out(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise FileNotFoundError("/proc/thread-self/schedstat")
+
+    monkeypatch.setattr(os, "open", refuse)
+    read, close = run_queue.wait_clock()
+    assert read() == 0
+    close()
+
+
+def _burn(cpu: int, running) -> None:
+    os.sched_setaffinity(0, {cpu})
+    running.set()
+    while True:
+        pass
+
+
+@has_schedstat
+def test_busy_processes_on_the_same_cpu_are_seen_and_left_out():
+    cpu = min(os.sched_getaffinity(0))
+    previous = os.sched_getaffinity(0)
+    context = multiprocessing.get_context("fork")
+    burners = []
+    try:
+        for _ in range(2):  # two, so that the wait (about 2/3) differs from the time it ran (1/3)
+            running = context.Event()
+            burners.append(context.Process(target=_burn, args=(cpu, running), daemon=True))
+            burners[-1].start()
+            assert running.wait(10), "a busy process did not start"
+        os.sched_setaffinity(0, {cpu})
+        timer = CpuTimer(lambda: sum(range(20_000)))
+        timer.calibrate(1e-3)
+        wall, ran = time.perf_counter(), time.thread_time()
+        samples = timer.round(300)  # a few hundred ms: many of the scheduler's slices
+        wall, ran = time.perf_counter() - wall, time.thread_time() - ran
+    finally:
+        os.sched_setaffinity(0, previous)
+        for burner in burners:
+            burner.kill()
+            burner.join()
+    assert timer.run_queue_wait_ns / 1e9 > 0.3 * wall  # it waited, a good part of the time
+    # What is left is the time the (single-threaded) code ran: its thread's CPU time.
+    assert sum(samples) * timer.inner / 1e3 == pytest.approx(ran, rel=0.15)
+
+
+def _record(samples_ms, wait_s, inner=1):
+    return BenchRecord(
+        nodeid="t.py::test",
+        name=None,
+        group="t.py::test",
+        params={},
+        timer="cpu",
+        stats=None,
+        rounds_ms=samples_ms,
+        samples_ms=samples_ms,
+        sampling=Sampling(inner_loops=inner, run_queue_wait_s=wait_s),
+    )
+
+
+def test_the_summary_says_when_the_cpu_was_shared():
+    shared = [_record([100.0] * 10, 0.5), _record([10.0] * 10, 0.0, inner=10)]  # 2 s timed, 0.5 s waited
+    line = cpu_sharing_line(shared)
+    assert line is not None and "0.5 s (20% of the timed wall clock)" in line
+    assert cpu_sharing_line([_record([100.0] * 10, 0.01)]) is None  # 1%: ordinary scheduling
+    assert cpu_sharing_line([]) is None
+    assert cpu_sharing_line([BenchRecord("t.py::test", None, "t.py::test", "cpu", [1.0], None)]) is None
