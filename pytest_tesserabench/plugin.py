@@ -336,6 +336,7 @@ class SessionHooks:
     def __init__(self, state, config: pytest.Config):
         self.state = state
         self.config = config
+        self.deselected: set[str] = set()  # --bench-ab: a deselected test is not a deleted one
 
     def check_before_measuring(self) -> list[str]:
         """Usage errors for what would fail only after minutes of measuring; warnings to show."""
@@ -402,11 +403,24 @@ class SessionHooks:
             config.hook.pytest_deselected(items=[item for item in items if item not in kept])
             items[:] = keep
 
+    def pytest_deselected(self, items) -> None:
+        if self.state.ab is not None:
+            self.deselected.update(item.nodeid for item in items)
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if self.state.comparison is not None:
             self.state.comparison.count([item.nodeid for item in session.items])
         if self.state.ab is not None:
-            self.state.ab.collected([item.nodeid for item in session.items if "bench" in item.fixturenames])
+            config = session.config
+            named_single_tests = any("::" in arg for arg in config.args)
+            known_here = None if named_single_tests else {item.nodeid for item in session.items} | self.deselected
+            selection = [f"-k={config.option.keyword}"] if config.option.keyword else []
+            selection += [f"-m={config.option.markexpr}"] if config.option.markexpr else []
+            self.state.ab.collected(
+                [item.nodeid for item in session.items if "bench" in item.fixturenames],
+                known_here=known_here,
+                selection=selection,
+            )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
@@ -499,6 +513,9 @@ class SessionHooks:
             ended = self.state.ab.end_test()
         except ABError as exc:
             pytest.fail(str(exc), pytrace=False)
+        reference_only = [self._deleted_here(nodeid) for nodeid in self.state.ab.reference_only()]
+        if reference_only:
+            item.stash[MISSING_KEY] = reference_only
         if ended is None or ended[1] is None:
             return
         test, at_reference = ended
@@ -518,7 +535,19 @@ class SessionHooks:
                 why = f"measured at {self.state.ab.reference.ref}, not made by this test"
                 verdict = Verdict(id=record_id, status="MISSING", notes=(why,)).to_json()
                 missing.append(verdict | {"id": record_id, "nodeid": item.nodeid, "name": name, "group": group})
-        item.stash[MISSING_KEY] = missing
+        item.stash[MISSING_KEY] = [*reference_only, *missing]
+
+    def _deleted_here(self, nodeid: str) -> dict:
+        """The MISSING verdict (as JSON) of a benchmark test REF has and this tree does not."""
+        from pytest_tesserabench.results import Verdict
+
+        reference = self.state.ab.reference
+        why = (
+            f"a benchmark test at {reference.ref} ({reference.sha[:10]}), not in the working tree (deleted or renamed)"
+        )
+        group = nodeid.split("[", 1)[0]  # as a parametrized test's records are grouped
+        verdict = Verdict(id=nodeid, status="MISSING", notes=(why,)).to_json()
+        return verdict | {"id": nodeid, "nodeid": nodeid, "name": None, "group": group}
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

@@ -50,6 +50,9 @@ class ABLead:
         self.references: list[ServedProcess] = []  # REF's, one per candidate
         self.test_files: list[str] = []
         self.selected = 0  # benchmark tests selected: m of alpha/m
+        self.known_here: set[str] | None = set()  # every test collected here, deselected ones too (None: not all)
+        self._reference_only_told = False
+        self.selection: list[str] = []
         self.test: TestOnBothSides | None = None
         self.failed: ABError | None = None  # the served processes could not start
 
@@ -62,9 +65,23 @@ class ABLead:
         return self.reference.describe()
 
     # -- the session -------------------------------------------------------------------------------
-    def collected(self, nodeids: list[str]) -> None:
+    def collected(self, nodeids: list[str], *, known_here: set[str] | None, selection: list[str] = ()) -> None:
+        """The benchmark tests selected here; ``known_here``: every test this session collected,
+        deselected ones included (None when the command line named single tests, so that the
+        reference's other tests in those files cannot be told from deleted ones)."""
         self.test_files = sorted({nodeid.split("::", 1)[0] for nodeid in nodeids})
         self.selected = len(nodeids)
+        self.known_here = known_here
+        self.selection = list(selection)  # -k/-m: the served processes select as this session did
+
+    def reference_only(self) -> list[str]:
+        """Benchmark tests REF has in the selected files and this tree does not (deleted or
+        renamed here): MISSING. Told once per process (the first test that ran on both sides
+        carries them to the report); empty before the served processes started."""
+        if self._reference_only_told or not self.references or self.known_here is None:
+            return []
+        self._reference_only_told = True
+        return [nodeid for nodeid in self.references[0].benchmarks if nodeid not in self.known_here]
 
     def _served(self) -> list[ServedProcess]:
         """Every served process, started (all collect at once) on first need. A failure to start
@@ -94,7 +111,7 @@ class ABLead:
                         where=f"{where} #{i + 1}" if self.settings.ab_processes > 1 else where,
                         cwd=tree / relative,
                         test_files=self.test_files,
-                        pytest_args=self._measurement_args(),
+                        pytest_args=[*self._measurement_args(), *self.selection],
                         cache_dir=self.cache_dir,
                     )
                 )

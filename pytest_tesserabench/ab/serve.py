@@ -50,7 +50,15 @@ class ServeLoop:
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
         self.connection = Client(self.address, family="AF_UNIX", authkey=bytes.fromhex(os.environ[AUTHKEY_ENV]))
         error = "; ".join(self.collect_errors[:3]) or None
-        self.connection.send({"op": "collected", "nodeids": [item.nodeid for item in session.items], "error": error})
+        benchmarks = [item.nodeid for item in session.items if "bench" in getattr(item, "fixturenames", ())]
+        self.connection.send(
+            {
+                "op": "collected",
+                "nodeids": [item.nodeid for item in session.items],
+                "benchmarks": benchmarks,
+                "error": error,
+            }
+        )
         items = {item.nodeid: item for item in session.items}
         while error is None:
             try:

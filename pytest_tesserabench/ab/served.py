@@ -77,6 +77,7 @@ class ServedProcess:
         self.connection = None
         self._listener = None
         self.nodeids: set[str] = set()
+        self.benchmarks: list[str] = []
         self._folder = Path(tempfile.mkdtemp(prefix="tesserabench-ab-"))
         self.log_path = self._folder / "served.log"
 
@@ -132,6 +133,7 @@ class ServedProcess:
             self.close()
             raise ABError(f"--bench-ab: the tests do not collect in {self.where}: {hello['error']}")
         self.nodeids = set(hello.get("nodeids", ()))
+        self.benchmarks = list(hello.get("benchmarks", ()))  # the tests here that use the bench fixture
 
     def _python_path(self) -> list[str]:
         # The plugin is the instrument: this one on both sides, even where REF has its own copy.

@@ -139,6 +139,31 @@ def test_fails_late_at_ref(bench, fake_clock):
     result.stdout.fnmatch_lines(["*5 unchanged, 2 new, 1 missing*"])
 
 
+def test_a_benchmark_test_deleted_here_is_missing_and_only_that(repo):
+    path = repo.path / "test_w.py"
+    gone = "\ndef test_gone(bench, fake_clock):\n    bench(kernel_for('a', fake_clock))\n"
+    plain = "\ndef test_plain_gone():\n    pass\n"  # not a benchmark: nothing to say about it
+    path.write_text(path.read_text() + gone + plain)
+    commit(repo.path, "reference with tests this tree deletes")
+    path.write_text(path.read_text().replace(gone, "").replace(plain, ""))
+    result = repo.runpytest("--bench-ab=HEAD", *ARGS)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        ["test_w.py::test_gone", "*MISSING*a benchmark test at HEAD (*), not in the working tree (deleted or renamed)*"]
+    )
+    result.stdout.fnmatch_lines(["*3 unchanged, 1 missing*"])
+    assert "test_plain_gone" not in result.stdout.str()
+    # Deselected here (-k), or the command line names single tests: not deleted, nothing said.
+    for args in (["-k", "work"], ["test_w.py::test_work"]):
+        result = repo.runpytest("--bench-ab=HEAD", *ARGS, *args)
+        result.assert_outcomes(passed=3)
+        assert "MISSING" not in result.stdout.str(), args
+    path.write_text(path.read_text() + gone)  # on both sides, deselected here: not missing
+    result = repo.runpytest("--bench-ab=HEAD", *ARGS, "--deselect", "test_w.py::test_gone")
+    result.assert_outcomes(passed=3)
+    assert "MISSING" not in result.stdout.str()
+
+
 def test_under_xdist_and_with_save(repo):
     slow_down(repo, "c", 1.3)
     result = repo.runpytest("--bench-ab=main", "--bench-save=main", "-n", "2", *ARGS)
