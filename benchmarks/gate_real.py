@@ -206,9 +206,15 @@ def main() -> int:
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy processes in the loaded condition")
     parser.add_argument("--quick", action="store_true", help="short budgets (mechanics only, not evidence)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
+    parser.add_argument(
+        "--python",
+        type=Path,
+        help="an interpreter that already has this project and pytest-benchmark (a machine without "
+        "network, e.g. the GPU machine); default: a virtual environment made under --work",
+    )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    python = make_venv(args.work)
+    python = args.python.absolute() if args.python else make_venv(args.work)  # (absolute: runs elsewhere)
     repo = make_repo(args.work)
     budget = ["--bench-max-time=0.2", "--bench-warmup=0.02"] if args.quick else []
     modes = args.modes.split(",")

@@ -9,6 +9,9 @@
     ./dev gpu collectives the collective suite with NCCL on one GPU (world size 1)
     ./dev gpu ab          A/A of the bf16 matmul and row kernels, --bench-ab=HEAD with 1 and with 8
                           served processes per side: does a process's bias vanish for device time?
+    ./dev gpu gate        benchmarks/gate_real.py, history mode and pytest-benchmark, on the device
+                          machine's CPUs: the history rule's figures on a dedicated, steadier host
+                          than the CI VM (where its speed steps leave it INCONCLUSIVE)
 
 Every step writes its log and JSON under $OUT (the device tool's folder that comes back), else
 under .bench-out/. It uses the interpreter it runs under (the device's Python, whose torch and
@@ -116,6 +119,20 @@ STEPS = {
         *pytest("tests/bench/test_bench_collectives.py", "--bench", f"--bench-json={OUT / 'collectives.json'}"),
     ),
     "ab": _ab_a_a,
+    "gate": lambda: run(
+        "gate",
+        PY,
+        "benchmarks/gate_real.py",
+        "--python",
+        PY,
+        "--modes",
+        "history,pytest-benchmark",
+        "--reps",
+        "3",
+        "--json",
+        str(OUT / "gate_real.json"),
+        timeout=590,
+    ),
 }
 
 
