@@ -118,11 +118,17 @@ def warm_up(
     return Plan(samples_per_round=samples_per_round, warmup_calls=len(durations), inner_loops=timer.inner)
 
 
-def take_round(timer: Timer, plan: Plan, into: Measurement) -> float:
-    """One round (of this process alone): its samples and median go into ``into``; returns the median (ms)."""
+def _timed_round(timer: Timer, plan: Plan, into: Measurement) -> list[float]:
+    """The samples of one round; the time they left out waiting for a CPU goes into ``into``."""
     waited_ns = getattr(timer, "run_queue_wait_ns", 0)  # CPU timers count it; device timers need not
     samples = timer.round(plan.samples_per_round)
     into.run_queue_wait_s += (getattr(timer, "run_queue_wait_ns", 0) - waited_ns) / 1e9
+    return samples
+
+
+def take_round(timer: Timer, plan: Plan, into: Measurement) -> float:
+    """One round (of this process alone): its samples and median go into ``into``; returns the median (ms)."""
+    samples = _timed_round(timer, plan, into)
     into.samples_ms.extend(samples)
     median = statistics.median(samples)
     into.rounds_ms.append(median)
@@ -159,7 +165,7 @@ def measure(
     measuring_since = clock()
     while True:
         ranks.barrier()
-        samples = timer.round(plan.samples_per_round)
+        samples = _timed_round(timer, plan, result)
         *samples, elapsed = ranks.max([*samples, clock() - measuring_since])
         result.samples_ms.extend(samples)
         result.rounds_ms.append(statistics.median(samples))

@@ -173,7 +173,7 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     for line in lines:
         terminalreporter.write_line(line.text, **line.markup())
     sharing = cpu_sharing_line(state.records.values())
-    if sharing and verbosity >= 0:
+    if sharing:  # even under -q: it says how far the figures can be trusted
         terminalreporter.write_line(sharing, yellow=True)
     kernel_lines = _kernel_lines(state.records)
     if kernel_lines and verbosity >= 0:

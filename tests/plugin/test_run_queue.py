@@ -1,5 +1,6 @@
 """Time spent waiting for a CPU is left out of CPU samples (pytest_tesserabench.run_queue)."""
 
+import json
 import multiprocessing
 import os
 import time
@@ -56,6 +57,9 @@ def test_a_measurement_and_its_record_carry_the_wait(monkeypatch):
     sampling.take_round(timer, plan, measurement)
     sampling.take_round(timer, plan, measurement)
     assert measurement.run_queue_wait_s == pytest.approx(0.010)
+    # bench()'s own path: rounds until the stopping rule (every sample 2 ms: converged at 5 rounds)
+    measured = sampling.measure(timer, sampling.Budget(min_rounds=5), plan=plan)
+    assert measured.rounds_ms == [2.0] * 5 and measured.run_queue_wait_s == pytest.approx(0.025)
     data = Sampling(run_queue_wait_s=measurement.run_queue_wait_s).to_json()
     assert Sampling.from_json(data, "sampling").run_queue_wait_s == pytest.approx(0.010)
 
@@ -141,3 +145,35 @@ def test_the_summary_says_when_the_cpu_was_shared():
     assert cpu_sharing_line([_record([100.0] * 10, 0.01)]) is None  # 1%: ordinary scheduling
     assert cpu_sharing_line([]) is None
     assert cpu_sharing_line([BenchRecord("t.py::test", None, "t.py::test", "cpu", [1.0], None)]) is None
+
+
+SHARED_CPU_TEST = """
+import time, pytest
+from pytest_tesserabench import run_queue
+
+@pytest.fixture
+def shared_cpu(monkeypatch):
+    state = {"now": 0, "waited": 0}
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: state["now"])
+    monkeypatch.setattr(run_queue, "wait_clock", lambda: (lambda: state["waited"], lambda: None))
+    def kernel():  # 3 ms on the wall clock, 1 ms of it waiting for the CPU
+        state["now"] += 3_000_000
+        state["waited"] += 1_000_000
+    return kernel
+
+def test_shared(bench, shared_cpu):
+    bench(shared_cpu)
+"""
+
+
+def test_the_record_and_the_summary_carry_the_wait(pytester):
+    pytester.makepyfile(test_shared=SHARED_CPU_TEST)
+    result = pytester.runpytest("--bench", "--bench-json=out.json", "--bench-warmup=0", "-p", "no:randomly", "-q")
+    result.assert_outcomes(passed=1)
+    record = next(iter(json.loads((pytester.path / "out.json").read_text())["benchmarks"].values()))
+    assert record["stats"]["median_ms"] == pytest.approx(2.0)
+    rounds = len(record["samples_ms"])
+    assert record["sampling"]["run_queue_wait_s"] == pytest.approx(rounds * 0.001)
+    result.stdout.fnmatch_lines(
+        ["*the CPU was shared: the timing thread waited for it * (33% of the timed wall clock)*"]
+    )
