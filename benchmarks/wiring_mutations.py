@@ -234,6 +234,41 @@ MUTATIONS = (
         "        process = 0",
         ("tests/gate/test_ab_rule.py", "tests/plugin/test_ab.py"),
     ),
+    Mutation(
+        "CPU samples leave out the run-queue wait",
+        "pytest_tesserabench/timing.py",
+        "out.append((clock() - t0 - wait) / inner / 1e6)",
+        "out.append((clock() - t0) / inner / 1e6)",
+        ("tests/plugin/test_run_queue.py",),
+    ),
+    Mutation(
+        "the run-queue wait is read from schedstat's run_delay",
+        "pytest_tesserabench/run_queue.py",
+        "return int(pread(fd, 64, 0).split()[1])",
+        "return int(pread(fd, 64, 0).split()[0])",
+        ("tests/plugin/test_run_queue.py",),
+    ),
+    Mutation(
+        "bench()'s measuring path carries the wait into the record",
+        "pytest_tesserabench/sampling.py",
+        "        samples = _timed_round(timer, plan, result)",
+        "        samples = timer.round(plan.samples_per_round)",
+        ("tests/plugin/test_run_queue.py",),
+    ),
+    Mutation(
+        "A/B served processes select with -k/-m as the lead did",
+        "pytest_tesserabench/ab/lead.py",
+        "pytest_args=[*self._measurement_args(), *self.selection],",
+        "pytest_args=self._measurement_args(),",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "A/B: a test deselected here is not a deleted one",
+        PLUGIN,
+        "            self.deselected.update(item.nodeid for item in items)",
+        "            pass",
+        ("tests/plugin/test_ab.py",),
+    ),
 )
 
 
