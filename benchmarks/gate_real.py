@@ -204,6 +204,7 @@ def main() -> int:
     parser.add_argument("--modes", default="history,ab,pytest-benchmark")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tesserabench-gate-real")
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy processes in the loaded condition")
+    parser.add_argument("--baseline-runs", type=int, default=3, help="history mode: runs saved into the baseline")
     parser.add_argument("--quick", action="store_true", help="short budgets (mechanics only, not evidence)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     parser.add_argument(
@@ -224,7 +225,7 @@ def main() -> int:
     # Baselines, recorded quiet.
     checkout(repo, "v0")
     if "history" in modes:
-        for _ in range(3):
+        for _ in range(args.baseline_runs):
             ours(python, repo, args.work / "save.json", "--bench-save=main", *budget)
     saved = {}
     if "pytest-benchmark" in modes:
