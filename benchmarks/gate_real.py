@@ -201,7 +201,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="candidate runs per version, mode and condition")
     parser.add_argument("--conditions", default="quiet,loaded")
-    parser.add_argument("--modes", default="history,ab,pytest-benchmark")
+    parser.add_argument(
+        "--modes",
+        default="history,ab,pytest-benchmark",
+        help="also history-first3: history mode against the baseline's first 3 runs only",
+    )
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tesserabench-gate-real")
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy processes in the loaded condition")
     parser.add_argument("--baseline-runs", type=int, default=3, help="history mode: runs saved into the baseline")
@@ -224,9 +228,11 @@ def main() -> int:
 
     # Baselines, recorded quiet.
     checkout(repo, "v0")
-    if "history" in modes:
-        for _ in range(args.baseline_runs):
+    if any(mode.startswith("history") for mode in modes):
+        for i in range(args.baseline_runs):
             ours(python, repo, args.work / "save.json", "--bench-save=main", *budget)
+            if i == 2 and "history-first3" in modes:  # the same history cut at 3 runs: a controlled comparison
+                shutil.copytree(repo / "baselines" / "main", repo / "baselines" / "first3")
     saved = {}
     if "pytest-benchmark" in modes:
         run_pytest(
@@ -247,6 +253,8 @@ def main() -> int:
                     with load:
                         if mode == "history":
                             statuses = ours(python, repo, out, "--bench-compare=main", *budget)
+                        elif mode == "history-first3":
+                            statuses = ours(python, repo, out, "--bench-compare=first3", *budget)
                         elif mode == "ab":
                             statuses = ours(python, repo, out, "--bench-ab=v0", *budget)
                         else:

@@ -45,9 +45,6 @@ from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
 
 SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
 MIN_RECOMMENDED_HISTORY = 3
-# Where runs drift apart, the drift is known to (runs - 1) degrees of freedom: on the CI VM, 6
-# baseline runs instead of 3 turned +10% caught from 4/8 to 7/8 (docs/gate.md). Hints ask for it.
-WELL_MEASURED_HISTORY = 6
 # A run's centre is the median of its log round medians. The lower quartile (timing noise only adds
 # time) was tried on the CI VM (docs/gate.md, "Measured on a real machine") and did not separate
 # better there, while it costs power under symmetric noise (variance factor 1.86 against 1.57).
@@ -386,15 +383,9 @@ def settle_hint(history: int, noise: float | None, run_shift=None) -> str:
             "gate can measure run-to-run drift"
         )
     if noise is not None and noise > 0.02:
-        more_runs = (
-            f"more baseline runs (it has {history}; {WELL_MEASURED_HISTORY} or more measure the drift: run "
-            "--bench-save=NAME again), "
-            if history < WELL_MEASURED_HISTORY
-            else ""
-        )
         return (
-            f"this benchmark drifts {noise * 100:.1f}% between runs (more rounds cannot narrow that); "
-            f"{more_runs}a quieter machine (no other jobs, fixed clocks), or --bench-ab=REF would settle it"
+            f"this benchmark drifts {noise * 100:.1f}% between runs; a quieter machine "
+            "(no other jobs, fixed clocks) or more rounds (--bench-max-time) would settle it"
         )
     return "re-run to confirm; a longer baseline history narrows the interval"
 
