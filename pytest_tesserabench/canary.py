@@ -9,9 +9,7 @@ core count does not change what it measures.
 
 from __future__ import annotations
 
-import time
-
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.timing import CpuTimer
 
 CANARY_SIZE = 250_000  # float64 values sorted per sample (2 MB; a few ms each)
 CANARY_SAMPLES = 20
@@ -25,15 +23,5 @@ def measure_canary(samples: int = CANARY_SAMPLES) -> list[float]:
 
     data = np.random.default_rng(_SEED).random(CANARY_SIZE)
     np.sort(data, kind="quicksort")  # warm-up: page in the buffers, load the code
-    times: list[float] = []
-    waited, close = run_queue.wait_clock()
-    try:
-        for _ in range(samples):  # timed as benchmarks are: less the wait for a CPU
-            start = time.perf_counter_ns()
-            w0 = waited()
-            np.sort(data, kind="quicksort")
-            wait = waited() - w0
-            times.append((time.perf_counter_ns() - start - wait) / 1e6)
-    finally:
-        close()
-    return times
+    # Timed as CPU benchmarks are (less the wait for a CPU), one call a sample: never calibrated.
+    return CpuTimer(lambda: np.sort(data, kind="quicksort")).round(samples)

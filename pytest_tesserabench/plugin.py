@@ -514,8 +514,7 @@ class SessionHooks:
         except ABError as exc:
             pytest.fail(str(exc), pytrace=False)
         reference_only = [self._deleted_here(nodeid) for nodeid in self.state.ab.reference_only()]
-        if reference_only:
-            item.stash[MISSING_KEY] = reference_only
+        item.stash[MISSING_KEY] = reference_only
         if ended is None or ended[1] is None:
             return
         test, at_reference = ended
