@@ -420,6 +420,8 @@ class SessionHooks:
                 [item.nodeid for item in session.items if "bench" in item.fixturenames],
                 known_here=known_here,
                 selection=selection,
+                search_paths=[config.invocation_params.dir / arg for arg in config.args],
+                file_patterns=config.getini("python_files"),
             )
 
     @pytest.hookimpl(wrapper=True)

@@ -40,6 +40,9 @@ class TestOnBothSides:
         return "the reference's test does not make this call"
 
 
+NOTHING_AT_REFERENCE = "tesserabench_nothing_at_reference.py"
+
+
 class ABLead:
     def __init__(self, settings: Settings, *, reference: worktree.Reference, rootdir: Path, cache_dir: Path | None):
         self.settings = settings
@@ -52,6 +55,8 @@ class ABLead:
         self.selected = 0  # benchmark tests selected: m of alpha/m
         self.known_here: set[str] | None = set()  # every test collected here, deselected ones too (None: not all)
         self._reference_only_told = False
+        self.search_paths: list[Path] = []  # what this session collected from (its arguments)
+        self.file_patterns: list[str] = []  # pytest's python_files
         self.selection: list[str] = []
         self.test: TestOnBothSides | None = None
         self.failed: ABError | None = None  # the served processes could not start
@@ -65,18 +70,29 @@ class ABLead:
         return self.reference.describe()
 
     # -- the session -------------------------------------------------------------------------------
-    def collected(self, nodeids: list[str], *, known_here: set[str] | None, selection: list[str] = ()) -> None:
+    def collected(
+        self,
+        nodeids: list[str],
+        *,
+        known_here: set[str] | None,
+        selection: list[str] = (),
+        search_paths: list[Path] = (),
+        file_patterns: list[str] = (),
+    ) -> None:
         """The benchmark tests selected here; ``known_here``: every test this session collected,
         deselected ones included (None when the command line named single tests, so that the
-        reference's other tests in those files cannot be told from deleted ones)."""
+        reference's other tests in those files cannot be told from deleted ones);
+        ``search_paths`` and ``file_patterns``: where this session looked for test files, and
+        which names it took, so that REF's test files deleted here can be found."""
         self.test_files = sorted({nodeid.split("::", 1)[0] for nodeid in nodeids})
         self.selected = len(nodeids)
         self.known_here = known_here
         self.selection = list(selection)  # -k/-m: the served processes select as this session did
+        self.search_paths, self.file_patterns = list(search_paths), list(file_patterns)
 
     def reference_only(self) -> list[str]:
-        """Benchmark tests REF has in the selected files and this tree does not (deleted or
-        renamed here): MISSING. Told once per process (the first test that ran on both sides
+        """Benchmark tests REF has and this tree does not (deleted or renamed here, or in a test
+        file deleted or renamed here): MISSING. Told once per process (the first test that ran on both sides
         carries them to the report); empty before the served processes started."""
         if self._reference_only_told or not self.references or self.known_here is None:
             return []
@@ -100,17 +116,19 @@ class ABLead:
     def _start(self) -> None:
         relative = self.rootdir.resolve().relative_to(self.reference.repo.resolve())
         ref = f"{self.reference.ref} at {self.reference.sha[:10]}"
+        at_reference = self._reference_files(self.reference.path / relative)
         for i in range(self.settings.ab_processes):
-            for tree, where, group in (
-                (self.reference.repo, "the working tree's served process", self.candidates),
-                (self.reference.path, f"the reference side ({ref})", self.references),
+            for tree, where, group, files in (
+                (self.reference.repo, "the working tree's served process", self.candidates, (self.test_files, [])),
+                (self.reference.path, f"the reference side ({ref})", self.references, at_reference),
             ):
                 group.append(
                     ServedProcess(
                         tree,
                         where=f"{where} #{i + 1}" if self.settings.ab_processes > 1 else where,
                         cwd=tree / relative,
-                        test_files=self.test_files,
+                        test_files=files[0],
+                        reference_only_files=files[1],
                         pytest_args=[*self._measurement_args(), *self.selection],
                         cache_dir=self.cache_dir,
                     )
@@ -119,6 +137,23 @@ class ABLead:
             process.launch()
         for process in self._all():
             process.connect()
+
+    def _reference_files(self, root: Path) -> tuple[list[str], list[str]]:
+        """What REF's served processes collect (``root``: REF's rootdir): this session's test files
+        that exist at REF (a file new here has only NEW tests: naming it there would stop pytest),
+        and REF's test files deleted here (only to list their tests MISSING)."""
+        existing = [name for name in self.test_files if (root / name).is_file()]
+        deleted_here = []
+        if self.known_here is not None:
+            deleted_here = worktree.deleted_test_files(
+                self.reference, self.rootdir, self.search_paths, self.file_patterns
+            )
+        if not existing and not deleted_here:
+            # Without a file argument pytest would collect the whole tree; an empty module
+            # collects nothing (the worktree is ours and goes with it).
+            (root / NOTHING_AT_REFERENCE).write_text("# none of this session's test files exists at REF\n")
+            existing = [NOTHING_AT_REFERENCE]
+        return existing, deleted_here
 
     def _all(self) -> list[ServedProcess]:
         return [*self.candidates, *self.references]

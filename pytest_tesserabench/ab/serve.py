@@ -17,7 +17,7 @@ from multiprocessing.connection import Client
 import pytest
 
 from pytest_tesserabench import sampling
-from pytest_tesserabench.ab.served import AUTHKEY_ENV
+from pytest_tesserabench.ab.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
 
 
 class ServedTest:
@@ -35,11 +35,14 @@ class ServeLoop:
         self.bench_key = bench_key
         self.connection = None
         self.collect_errors: list[str] = []
+        # Test files the working tree deleted, collected here only to list their tests MISSING:
+        # one that no longer collects at REF says nothing (it cannot be compared either way).
+        self.reference_only = tuple(filter(None, os.environ.get(REFERENCE_ONLY_ENV, "").split(os.pathsep)))
         self.test: ServedTest | None = None
 
     # -- pytest ------------------------------------------------------------------------------------
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.failed:
+        if report.failed and report.nodeid.split("::", 1)[0] not in self.reference_only:
             self.collect_errors.append(f"{report.nodeid or 'collection'}: {_crash_line(report)}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

@@ -24,6 +24,7 @@ from pytest_tesserabench.sampling import Plan
 
 AUTHKEY_ENV = "TESSERABENCH_AB_AUTHKEY"
 CACHE_ENV = "TESSERABENCH_AB_CACHE"
+REFERENCE_ONLY_ENV = "TESSERABENCH_AB_REFERENCE_ONLY"  # files collected only to list them MISSING
 PAD_ENV, PAD_MAX = "TESSERABENCH_AB_PAD", 4096  # bytes: a page, every stack alignment
 THREAD_POOLS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 START_TIMEOUT_S = 600  # collection of the side's tests (imports, conftest)
@@ -66,11 +67,13 @@ class ServedProcess:
         test_files: list[str],
         pytest_args: list[str],
         cache_dir: Path | None,
+        reference_only_files: list[str] = (),
     ):
         self.tree = tree  # the side's code: first on the path after the plugin
         self.where = where  # e.g. "the reference side (main at 1a2b3c4d5e)", for messages
         self.cwd = cwd
         self.test_files = test_files
+        self.reference_only_files = list(reference_only_files)  # deleted in the working tree
         self.pytest_args = pytest_args
         self.cache_dir = cache_dir
         self.process: subprocess.Popen | None = None
@@ -92,6 +95,7 @@ class ServedProcess:
         env[AUTHKEY_ENV] = authkey.hex()
         if self.cache_dir is not None:
             env[CACHE_ENV] = str(self.cache_dir)
+        env[REFERENCE_ONLY_ENV] = os.pathsep.join(self.reference_only_files)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [*self._python_path(), env.get("PYTHONPATH")]))
         # The environment's size moves the initial stack, and with it the alignment of everything
         # the process puts there: a steady bias of several percent (Mytkowicz et al., "Producing
@@ -108,7 +112,7 @@ class ServedProcess:
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--bench", f"--bench-ab-serve={address}"]
         if importlib.util.find_spec("xdist") is not None:
             command += ["-n", "0"]  # one process, whatever addopts say
-        command += [*self.pytest_args, *self.test_files]
+        command += [*self.pytest_args, *self.test_files, *self.reference_only_files]
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it until it exits
         self.process = subprocess.Popen(command, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import fnmatch
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +69,26 @@ def checkout(rootdir: Path, ref: str, cache_dir: Path) -> Reference:
             if added.returncode != 0:
                 raise ABError(f"--bench-ab={ref}: could not check {sha[:10]} out: {added.stderr.strip()}")
     return Reference(ref=ref, sha=sha, path=path, repo=repo, dirty=dirty)
+
+
+def deleted_test_files(
+    reference: Reference, rootdir: Path, under: Sequence[Path], patterns: Sequence[str]
+) -> list[str]:
+    """Test files (names matching pytest's ``python_files`` ``patterns``) that REF has below the
+    folders or files ``under`` and the working tree does not (deleted, or renamed: git sees a
+    rename as a deletion beside an addition), relative to ``rootdir``. Their benchmark tests are
+    MISSING here; only the reference side can collect them."""
+    listed = _git(reference.repo, "diff", "--name-only", "--no-renames", "--diff-filter=D", "-z", reference.sha, "--")
+    if listed.returncode != 0:
+        return []  # git could not say: nothing is listed, nothing else changes
+    root, roots = rootdir.resolve(), [p.resolve() for p in under]
+    found = []
+    for name in filter(None, listed.stdout.split("\0")):
+        path = (reference.repo / name).resolve()
+        inside = any(path == top or top in path.parents for top in roots)
+        if inside and root in path.parents and any(fnmatch.fnmatch(path.name, p) for p in patterns):
+            found.append(path.relative_to(root).as_posix())
+    return sorted(found)
 
 
 def _remove(repo: Path, path: Path) -> None:

@@ -164,6 +164,32 @@ def test_a_benchmark_test_deleted_here_is_missing_and_only_that(repo):
     assert "MISSING" not in result.stdout.str()
 
 
+def test_a_benchmark_file_deleted_or_renamed_here_is_missing(repo):
+    old = "from test_w import fake_clock, kernel_for\n\n"
+    old += "def test_old(bench, fake_clock):\n    bench(kernel_for('a', fake_clock))\n"
+    (repo.path / "test_old.py").write_text(old)
+    (repo.path / "test_moved.py").write_text(old.replace("test_old", "test_moved"))
+    (repo.path / "test_broken_old.py").write_text("import not_a_module\n")  # REF's own problem: silent
+    commit(repo.path, "reference with test files this tree deletes")
+    for name in ("test_old.py", "test_broken_old.py"):
+        (repo.path / name).unlink()
+    (repo.path / "test_moved.py").rename(repo.path / "test_renamed.py")
+    result = repo.runpytest("--bench-ab=HEAD", *ARGS)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["test_old.py::test_old", "*MISSING*not in the working tree (deleted or renamed)*"])
+    result.stdout.fnmatch_lines(["test_moved.py::test_moved", "*MISSING*"])
+    result.stdout.fnmatch_lines(["*3 unchanged, 1 new, 2 missing*"])
+    assert "not_a_module" not in result.stdout.str()
+    # The command line names one file: REF's other files are not this session's business.
+    result = repo.runpytest("--bench-ab=HEAD", *ARGS, "test_w.py")
+    result.assert_outcomes(passed=3)
+    assert "MISSING" not in result.stdout.str()
+    # Only a file REF does not have: its tests are NEW, and REF's side collects nothing.
+    result = repo.runpytest("--bench-ab=HEAD", *ARGS, "test_renamed.py")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*NEW*no such test at the reference*"])
+
+
 def test_under_xdist_and_with_save(repo):
     slow_down(repo, "c", 1.3)
     result = repo.runpytest("--bench-ab=main", "--bench-save=main", "-n", "2", *ARGS)
