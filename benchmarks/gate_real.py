@@ -11,7 +11,8 @@ What it does, in a throwaway directory (nothing of this checkout is touched):
   +20% of their work (tags slow5, slow10, slow20);
 * per condition (quiet; loaded = background busy processes started and stopped by the script,
   while every baseline was recorded quiet, so the load changes between baseline and candidate):
-  - history mode: three `--bench-save=main` runs of v0, then `--bench-compare=main` of each version;
+  - history mode: three `--bench-save=main` runs of v0, then `--bench-compare=main` of each version
+    (in the default interleaved passes; `history-1pass` does the same in one pass, for comparison);
   - A/B mode: `--bench-ab=v0` of each version (both sides in the same job, so under the same load);
   - pytest-benchmark: `--benchmark-save` of v0 (quiet), then each version compared with it:
     a benchmark fails when its median is more than 5% above the saved one (`median:5%`).
@@ -204,7 +205,9 @@ def main() -> int:
     parser.add_argument(
         "--modes",
         default="history,ab,pytest-benchmark",
-        help="also history-first3: history mode against the baseline's first 3 runs only",
+        help="also history-first3: history mode against the baseline's first 3 runs only; "
+        "history-1pass: history mode measured in one pass over the suite (baseline and candidates; "
+        "history itself makes the default passes)",
     )
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tesserabench-gate-real")
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy processes in the loaded condition")
@@ -231,6 +234,8 @@ def main() -> int:
     if any(mode.startswith("history") for mode in modes):
         for i in range(args.baseline_runs):
             ours(python, repo, args.work / "save.json", "--bench-save=main", *budget)
+            if "history-1pass" in modes:  # interleaved with main's runs: the same stretches of time
+                ours(python, repo, args.work / "save.json", "--bench-save=onepass", "--bench-passes=1", *budget)
             if i == 2 and "history-first3" in modes:  # the same history cut at 3 runs: a controlled comparison
                 shutil.copytree(repo / "baselines" / "main", repo / "baselines" / "first3")
     saved = {}
@@ -253,6 +258,8 @@ def main() -> int:
                     with load:
                         if mode == "history":
                             statuses = ours(python, repo, out, "--bench-compare=main", *budget)
+                        elif mode == "history-1pass":
+                            statuses = ours(python, repo, out, "--bench-compare=onepass", "--bench-passes=1", *budget)
                         elif mode == "history-first3":
                             statuses = ours(python, repo, out, "--bench-compare=first3", *budget)
                         elif mode == "ab":

@@ -204,6 +204,7 @@ class Bench:
                 stop=m.stop_reason,
                 elapsed_s=m.elapsed_s,
                 run_queue_wait_s=m.run_queue_wait_s,
+                passes=m.passes,
             ),
             flops=flops,
             bytes=nbytes,

@@ -176,6 +176,22 @@ def parse_ab_processes(text: Any) -> int:
     return value
 
 
+def parse_passes(text: Any) -> int | None:
+    """Passes over the suite: auto (None) or 1 to 20."""
+    from pytest_tesserabench.passes import MAX_PASSES
+
+    raw = str(text).strip()
+    if raw == "auto":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"must be auto or a whole number from 1 to {MAX_PASSES}") from None
+    if not 1 <= value <= MAX_PASSES:
+        raise ValueError(f"must be auto or a whole number from 1 to {MAX_PASSES}")
+    return value
+
+
 def parse_settle_time(text: Any) -> float:
     """Extra measuring for an undecided verdict, in seconds: [0, 3600]."""
     return _bounded_float(text, 0.0, MAX_TIME_S, allow_low=True, unit=" seconds")
@@ -323,6 +339,13 @@ OPTIONS: tuple[Option, ...] = (
         parse_settle_time,
         "S",
     ),
+    _option(
+        "bench_passes",
+        "measure every benchmark in N interleaved passes over the suite, so all of them see the same "
+        "states of the machine (default auto: 4 when saving or comparing a baseline, else 1)",
+        parse_passes,
+        "N",
+    ),
     _option("bench_html", "measure and write an HTML report with plots (needs the 'report' extra)", _path, "PATH"),
     _option("bench_md", "measure and write a markdown summary (verdicts, regressions, a table)", _path, "PATH"),
     _option("bench_csv", "measure and write one CSV row per benchmark (units in the header)", _path, "PATH"),
@@ -413,6 +436,7 @@ class Settings:
     ab: str | None = None
     ab_processes: int = 8
     settle_time: float = 2.0
+    passes: int | None = None  # None: auto (passes.planned)
     ab_serve: str | None = None
     history: int = 10
     alpha: float = 0.01
@@ -467,6 +491,7 @@ _FIELD = {
     "bench_ab": "ab",
     "bench_ab_processes": "ab_processes",
     "bench_settle_time": "settle_time",
+    "bench_passes": "passes",
     "bench_ab_serve": "ab_serve",
     "bench_history": "history",
     "bench_alpha": "alpha",

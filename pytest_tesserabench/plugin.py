@@ -148,10 +148,28 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
             raise pytest.UsageError(str(exc)) from None
         state.reference = state.ab.reference
         state.sigterm = _interrupt_on_sigterm()
+        if settings.passes is not None and settings.passes > 1:
+            from pytest_tesserabench import passes
+
+            state.passes_not_possible = passes.not_possible(xdist=False, ab=True, distributed=False)
     else:
+        from pytest_tesserabench import passes
         from pytest_tesserabench.sampling import LocalMeasurer
 
         state.measurer = LocalMeasurer()
+        wanted = passes.planned(settings.passes, history=bool(settings.save or settings.compare))
+        if settings.enabled and wanted > 1:
+            from pytest_tesserabench import profiling
+            from pytest_tesserabench.distributed import launch
+
+            state.passes_not_possible = passes.not_possible(
+                xdist=_is_worker(config) or bool(config.getoption("numprocesses", None)),
+                ab=False,
+                distributed=launch.LAUNCH_VARIABLES[0] in os.environ,
+            )
+            if state.passes_not_possible is None and not profiling.under_ncu():
+                state.passes = passes.Passes(wanted)
+                state.measurer = passes.PassesMeasurer(state.passes)
 
 
 def _interrupt_on_sigterm():
@@ -392,6 +410,29 @@ class SessionHooks:
         if state.settings.enabled and (not state.is_worker or state.comparison is not None):
             state.context.time_canary(state.instruments.device_lock)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """With --bench-passes: the passes before the reported one, over the benchmark tests
+        (passes.py says why); pytest's own loop then runs the last pass, every test included."""
+        passes = self.state.passes
+        if passes is None or session.testsfailed or session.config.option.collectonly:
+            return
+        items = [item for item in session.items if "bench" in getattr(item, "fixturenames", ())]
+        if not items:
+            return
+        from _pytest.runner import runtestprotocol
+
+        from pytest_tesserabench.passes import run_earlier
+
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        quiet = reporter is None or session.config.get_verbosity() < 0
+
+        def say(line: str) -> None:
+            if not quiet:
+                reporter.write_line(line)
+
+        run_earlier(passes, items, lambda item, nextitem: runtestprotocol(item, log=False, nextitem=nextitem), say)
+
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         settings = self.state.settings
         if not (settings.only or settings.skip):
@@ -434,6 +475,9 @@ class SessionHooks:
                 self.state.ab.begin_test(item.nodeid)
             except ABError as exc:
                 pytest.fail(str(exc), pytrace=False)
+        passes = self.state.passes
+        if passes is not None:
+            passes.nodeid = item.nodeid  # what bench() measures in this pass belongs to this test
         try:
             result = yield  # the test body raised: its own failure stands, nothing is judged
         except (KeyboardInterrupt, SystemExit):
@@ -442,6 +486,9 @@ class SessionHooks:
             if both_sides:
                 self._end_test_on_both_sides(item)
             raise
+        if passes is not None and not passes.final:
+            self._earlier_pass_done(item)
+            return result
         if both_sides:
             self._end_test_on_both_sides(item)
         fixture = item.stash.get(BENCH_KEY, None)
@@ -473,6 +520,19 @@ class SessionHooks:
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
+
+    def _earlier_pass_done(self, item: pytest.Item) -> None:
+        """An earlier pass measured this test: nothing is judged or reported yet; its centres tell
+        the run-effect model this run's shift before the last pass reaches the benchmark."""
+        fixture = item.stash.get(BENCH_KEY, None)
+        if fixture is None or self.state.comparison is None:
+            return
+        from pytest_tesserabench.gate import log_centre
+
+        for record in fixture.records.values():
+            centre = log_centre(record)
+            if centre is not None:
+                self.state.measured[record.id] = centre
 
     def _settle(self, fixture, records, verdicts):
         """History mode: an INCONCLUSIVE benchmark is measured more, a chunk at a time, until its

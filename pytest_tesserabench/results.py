@@ -247,6 +247,7 @@ class Sampling:
     elapsed_s: float = 0.0
     settle_s: float = 0.0  # extra measuring an INCONCLUSIVE verdict took to settle
     run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
+    passes: int = 1  # interleaved passes over the suite the rounds were taken in
 
     def to_json(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -264,6 +265,7 @@ class Sampling:
             run_queue_wait_s=_number(
                 data.get("run_queue_wait_s", 0.0), f"{where}.run_queue_wait_s", nullable=False, low=0.0, high=1e9
             ),
+            passes=_count(data.get("passes", 1), f"{where}.passes"),
         )
 
 

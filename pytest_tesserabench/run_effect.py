@@ -197,7 +197,8 @@ def fit_baseline(baseline_runs: list) -> BaselineModel | None:
 def compare_run(candidate, baseline_runs: list, config) -> dict:
     """A whole run judged as the plugin judged it while measuring (for `tesserabench compare` and
     `report`): the baseline's model, each benchmark's shift from the benchmarks before it in the
-    run (the file keeps the order they were measured in), the run's canary for the first ones.
+    run (the file keeps the order they were measured in; with interleaved passes, from all the
+    others), the run's canary for the first ones.
     Without a model (fewer than MIN_BENCHMARKS benchmarks), the plain rule."""
     from pytest_tesserabench import gate
 
@@ -207,6 +208,11 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
     canary = gate.canary_centre([candidate])
     log_canary = math.log(canary) if canary else None
     measured: dict[str, float] = {}
+    if any(record.sampling is not None and record.sampling.passes > 1 for record in candidate.benchmarks.values()):
+        # Measured in interleaved passes: the plugin knew every benchmark's earlier passes
+        # before judging the first one; their pooled centres stand in for them.
+        centres = ((i, gate.log_centre(r)) for i, r in candidate.benchmarks.items())
+        measured = {i: c for i, c in centres if c is not None}
     shifts = {}
     for bench_id, record in candidate.benchmarks.items():
         centre = gate.log_centre(record)

@@ -74,6 +74,7 @@ class Measurement:
     samples_per_round: int = 1
     elapsed_s: float = 0.0
     run_queue_wait_s: float = 0.0  # waiting for a CPU, left out of the samples (see run_queue)
+    passes: int = 1  # interleaved passes over the suite its rounds come from (see passes.py)
 
     @property
     def calls(self) -> int:

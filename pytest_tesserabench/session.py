@@ -33,6 +33,8 @@ class BenchSession:
         self.reference = None  # ab.worktree.Reference with --bench-ab (every process)
         self.sigterm = None  # with --bench-ab: SIGTERM's handler before the lead took it as Ctrl-C
         self.measurer = None  # how bench() measures: sampling.LocalMeasurer, or a side of A/B
+        self.passes = None  # passes.Passes when this run measures in interleaved passes
+        self.passes_not_possible: str | None = None  # why not, when they were asked for
         self.records: dict[str, BenchRecord] = {}  # id -> record, in completion order
         self.ran: set[str] = set()  # node ids of tests that reported (controller), for MISSING
         self.ab_missing: dict[str, Verdict] = {}  # calls the reference made and the candidate did not

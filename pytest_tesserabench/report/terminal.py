@@ -146,6 +146,13 @@ def header_lines(state, interpret_switch) -> list[str]:
     lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{triton}"]
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
+    if state.passes is not None:
+        lines.append(
+            f"tesserabench: {state.passes.total} interleaved passes over the benchmark tests (--bench-passes), "
+            "each measuring a share of every budget"
+        )
+    elif state.passes_not_possible is not None:
+        lines.append(f"tesserabench: one pass over the benchmark tests: {state.passes_not_possible}")
     if state.reference is not None:
         processes = settings.ab_processes
         served = f"{processes} served processes per side" if processes > 1 else "one served process per side"

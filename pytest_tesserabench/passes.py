@@ -1,0 +1,138 @@
+"""Interleaved passes over the suite (``--bench-passes``): every benchmark is measured in N short
+passes over all the benchmark tests instead of one long stretch each.
+
+Why: a machine's speed changes within a run (a vCPU steps between clock levels every few seconds,
+another job starts, a GPU heats up). Measured one after the other, each benchmark sees its own
+stretch of those states, so the run-effect model of history mode (one shift per run, shared by
+every benchmark) cannot remove them, and they read as drift between runs of each benchmark on its
+own. Measured in passes, every benchmark sees the same mixture of the run's states; the shift is
+then shared, and what is left is the benchmark's own. On the CI VM, 15 runs of six pure-Python
+workloads: the median residual drift between runs (after the run effect) was 10.4% in one pass
+and 2.8% in four (docs/gate.md, "Interleaved passes").
+
+How: the earlier passes run each benchmark test through pytest's own protocol without reporting
+it (``runtestprotocol(log=False)``, as pytest-rerunfailures reruns tests): set-up, the first call,
+warm-up and a share of the budget, teardown. The last pass is the ordinary test run: its
+measurement is pooled with the earlier ones, judged, reported and saved. Passes alternate
+direction, ending forwards, so every test's passes sit as evenly in the run's time as the order
+allows. Tests that do not use ``bench`` run once, in the last pass.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
+
+from pytest_tesserabench import sampling
+
+AUTO_PASSES = 4  # when the run is saved or compared: where drift between runs is what is judged
+MAX_PASSES = 20
+
+
+def planned(passes: int | None, *, history: bool) -> int:
+    """How many passes a run makes: as asked, or ``auto`` (None): AUTO_PASSES when the run is
+    saved to or compared with a baseline, else 1 (measuring alone compares nothing across runs)."""
+    if passes is not None:
+        return passes
+    return AUTO_PASSES if history else 1
+
+
+def not_possible(*, xdist: bool, ab: bool, distributed: bool) -> str | None:
+    """Why this run measures in one pass whatever was asked, or None."""
+    if ab:
+        return "--bench-ab interleaves the two sides itself"
+    if xdist:
+        return "under pytest-xdist (-n) each worker runs the tests the controller sends it, one at a time"
+    if distributed:
+        return "under torchrun every rank must run the same calls in the same order"
+    return None
+
+
+class Passes:
+    """The passes of this run and what the earlier ones measured, per (test, bench() name)."""
+
+    def __init__(self, total: int):
+        self.total = total
+        self.current = total - 1  # the last pass is the reported one; earlier ones are set by run_earlier
+        self.nodeid: str | None = None  # the test running now
+        self.earlier: dict[tuple[str | None, str | None], list[sampling.Measurement]] = {}
+
+    @property
+    def final(self) -> bool:
+        return self.current == self.total - 1
+
+    def budget(self, budget: sampling.Budget) -> sampling.Budget:
+        """A pass's share: the time and the fewest rounds split over the passes (2 rounds at
+        least, so that each pass's rounds say something about their spread)."""
+        if self.total == 1:
+            return budget
+        return replace(
+            budget,
+            max_time=budget.max_time / self.total,
+            min_rounds=max(2, math.ceil(budget.min_rounds / self.total)),
+        )
+
+    def measured(self, name: str | None, measurement: sampling.Measurement, target_ci: float) -> sampling.Measurement:
+        """An earlier pass's measurement is kept; the last pass's is returned pooled with them."""
+        key = (self.nodeid, name)
+        if not self.final:
+            self.earlier.setdefault(key, []).append(measurement)
+            return measurement
+        return pooled([*self.earlier.pop(key, []), measurement], target_ci)
+
+
+def pooled(parts: list[sampling.Measurement], target_ci: float) -> sampling.Measurement:
+    """One measurement of several passes: their rounds and samples in the order they were taken;
+    the round plan is the last pass's (each pass calibrated its own; round medians are per call).
+    Noisy or not is decided on all the rounds (a pass alone has a fraction of them)."""
+    from pytest_tesserabench.stats import relative_ci_halfwidth
+
+    last = parts[-1]
+    if len(parts) == 1:
+        return last
+    rounds = [r for part in parts for r in part.rounds_ms]
+    noisy = not relative_ci_halfwidth(rounds) <= target_ci
+    return replace(
+        last,
+        rounds_ms=rounds,
+        samples_ms=[s for part in parts for s in part.samples_ms],
+        noisy=noisy,
+        stop_reason="max_time" if noisy else "converged",
+        warmup_calls=sum(part.warmup_calls for part in parts),
+        elapsed_s=sum(part.elapsed_s for part in parts),
+        run_queue_wait_s=sum(part.run_queue_wait_s for part in parts),
+        passes=len(parts),
+    )
+
+
+class PassesMeasurer:
+    """``bench()``'s measurer when the run makes several passes: each call measures its pass's
+    share of the budget; the last pass's call returns all passes' rounds."""
+
+    def __init__(self, passes: Passes):
+        self.passes = passes
+
+    def measure(self, timer, budget, *, name, threshold, on_round=None, ranks=sampling.SOLO):
+        measurement = sampling.measure(timer, self.passes.budget(budget), on_round=on_round, ranks=ranks)
+        return self.passes.measured(name, measurement, budget.target_ci), None
+
+
+def run_earlier(passes: Passes, items: list, run_item: Callable, say: Callable[[str], None]) -> None:
+    """The passes before the reported one, over the benchmark ``items``: ``run_item(item,
+    nextitem)`` runs one test without reporting it. Their warnings are left to the last pass,
+    which shows them once."""
+    for index in range(passes.total - 1):
+        passes.current = index
+        forwards = (passes.total - 1 - index) % 2 == 0
+        order = items if forwards else items[::-1]
+        say(f"tesserabench: pass {index + 1} of {passes.total} over {len(items)} benchmark test(s) (--bench-passes)")
+        for position, item in enumerate(order):
+            nextitem = order[position + 1] if position + 1 < len(order) else None
+            passes.nodeid = item.nodeid
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                run_item(item, nextitem)
+    passes.current = passes.total - 1
+    passes.nodeid = None

@@ -1,0 +1,128 @@
+"""Interleaved passes over the suite (--bench-passes): every benchmark test runs in each pass,
+alternating direction; only the last pass is reported, with every pass's rounds pooled."""
+
+import json
+
+import pytest
+
+WORKLOAD = """
+import os, time, pytest
+from pytest_tesserabench import run_queue
+
+LOG = os.environ["PASSES_LOG"]
+
+def log(word):
+    with open(LOG, "a") as f:
+        f.write(word + " ")
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    now = [0]
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
+    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
+    return now
+
+@pytest.fixture
+def prepared():
+    log("setup")
+
+@pytest.mark.parametrize("name", ["a", "b", "c"])
+def test_work(bench, name, fake_clock, prepared):
+    log(name)
+    def kernel():
+        fake_clock[0] += 2_000_000
+    bench(kernel)
+
+def test_plain():
+    log("plain")
+"""
+ARGS = ("--bench-max-time=0.1", "--bench-warmup=0", "--bench-min-rounds=4", "-p", "no:randomly")
+
+
+@pytest.fixture
+def project(pytester, monkeypatch, tmp_path):
+    log = tmp_path / "log.txt"
+    monkeypatch.setenv("PASSES_LOG", str(log))
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    return pytester, log
+
+
+def words(log):
+    text = log.read_text() if log.exists() else ""
+    log.unlink(missing_ok=True)
+    return [w for w in text.split() if w != "setup"]
+
+
+def test_every_benchmark_test_runs_in_every_pass_alternating_and_is_reported_once(project):
+    pytester, log = project
+    result = pytester.runpytest("--bench", "--bench-passes=3", "--bench-json=out.json", *ARGS)
+    result.assert_outcomes(passed=4)  # three benchmarks and the plain test, each reported once
+    result.stdout.fnmatch_lines(["*3 interleaved passes over the benchmark tests*", "*pass 2 of 3 over 3*"])
+    # forwards, backwards, then the reported pass forwards; the plain test only there
+    assert words(log) == ["a", "b", "c", "c", "b", "a", "a", "b", "c", "plain"]
+    records = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
+    assert len(records) == 3
+    for record in records.values():
+        assert record["sampling"]["passes"] == 3
+        assert len(record["rounds_ms"]) >= 3 * 2  # each pass at least half the fewest rounds (4 / 3 -> 2)
+        assert record["stats"]["median_ms"] == pytest.approx(2.0)
+
+
+def test_auto_makes_passes_when_saving_or_comparing_and_one_otherwise(project):
+    pytester, log = project
+    pytester.runpytest("--bench", "--bench-json=one.json", *ARGS).assert_outcomes(passed=4)
+    assert words(log) == ["a", "b", "c", "plain"]
+    one = json.loads((pytester.path / "one.json").read_text())["benchmarks"]
+    assert {r["sampling"]["passes"] for r in one.values()} == {1}
+    pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)
+    assert words(log).count("a") == 4
+    saved = json.loads(next((pytester.path / "baselines" / "main").glob("*.json")).read_text())
+    assert {r["sampling"]["passes"] for r in saved["runs"][0]["benchmarks"].values()} == {4}
+
+
+def test_a_test_failing_in_an_earlier_pass_is_judged_by_its_reported_run_only(pytester, monkeypatch, tmp_path):
+    monkeypatch.setenv("COUNT_DIR", str(tmp_path))
+    pytester.makepyfile(
+        test_flaky="""
+        import os
+        from pathlib import Path
+
+        def runs(name):
+            path = Path(os.environ["COUNT_DIR"]) / name
+            count = int(path.read_text()) + 1 if path.exists() else 1
+            path.write_text(str(count))
+            return count
+
+        def test_fails_first_time_only(bench):
+            assert runs("flaky") > 1, "the first pass"
+            bench(lambda: None)
+
+        def test_always_fails(bench):
+            runs("broken")
+            bench(lambda: None)
+            assert False, "broken in every pass"
+        """
+    )
+    result = pytester.runpytest("--bench", "--bench-passes=3", *ARGS)
+    result.assert_outcomes(passed=1, failed=1)
+    # one failure section (its E line) and one summary line: the earlier passes report nothing
+    assert result.stdout.str().count("AssertionError: broken in every pass") == 2
+    assert "the first pass" not in result.stdout.str()
+    assert (tmp_path / "broken").read_text() == "3" and (tmp_path / "flaky").read_text() == "3"
+
+
+def test_one_pass_under_xdist_and_the_header_says_why(project):
+    pytester, log = project
+    result = pytester.runpytest("--bench", "--bench-passes=3", "-n", "2", *ARGS)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(["*one pass over the benchmark tests: under pytest-xdist*"])
+    assert sorted(words(log)) == ["a", "b", "c", "plain"]
+
+
+def test_a_bad_number_of_passes_is_one_line(project):
+    pytester, _ = project
+    result = pytester.runpytest("--bench", "--bench-passes=0", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --bench-passes='0' (command line): must be auto or a whole number from 1 to 20"]
+    )  # noqa: E501
