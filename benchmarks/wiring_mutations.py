@@ -269,6 +269,34 @@ MUTATIONS = (
         "            pass",
         ("tests/plugin/test_ab.py",),
     ),
+    Mutation(
+        "A/B: REF collects the test files deleted here",
+        "pytest_tesserabench/ab/lead.py",
+        "        if not existing and not deleted_here:",
+        "        deleted_here = []\n        if not existing and not deleted_here:",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "passes: the earlier passes run",
+        PLUGIN,
+        "        run_earlier(passes, items,",
+        "        return\n        run_earlier(passes, items,",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "passes: the reported pass pools the earlier rounds",
+        "pytest_tesserabench/passes.py",
+        "        rounds_ms=rounds,",
+        "        rounds_ms=last.rounds_ms,",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "passes: earlier centres tell the run's shift",
+        PLUGIN,
+        "                self.state.measured[record.id] = centre\n\n    def _settle",
+        "                pass\n\n    def _settle",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
 )
 
 

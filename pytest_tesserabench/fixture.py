@@ -205,6 +205,7 @@ class Bench:
                 elapsed_s=m.elapsed_s,
                 run_queue_wait_s=m.run_queue_wait_s,
                 passes=m.passes,
+                pass_rounds=tuple(m.pass_rounds),
             ),
             flops=flops,
             bytes=nbytes,

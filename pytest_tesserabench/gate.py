@@ -277,15 +277,38 @@ def _records(runs: list[RunDocument], bench_id: str) -> list[BenchRecord]:
     return [run.benchmarks[bench_id] for run in runs if bench_id in run.benchmarks]
 
 
+def record_summary(record: BenchRecord) -> tuple[float, float, int] | None:
+    """A run's (centre, within-run variance, rounds) of one record, or None without rounds.
+
+    Measured in interleaved passes, the centre is the **mean of the passes' centres** (each the
+    median of its rounds) and the within-run variance is that within the passes: a machine that
+    changed speed between passes then moves every benchmark's centre by the same share, a shift
+    the run-effect model removes. The median of all rounds pooled would flip between the two
+    speeds depending on how many rounds each pass happened to take (adaptive stopping), a
+    different amount for each benchmark: drift of its own, which no shared shift removes."""
+    rounds = _log_rounds(record)
+    if not rounds.size:
+        return None
+    counts = list(record.sampling.pass_rounds) if record.sampling is not None else []
+    if len(counts) < 2 or sum(counts) > rounds.size:
+        centre, within, n = summarise_rounds(rounds)
+        return float(centre), float(within), int(n)
+    bounds = np.cumsum(counts[:-1])  # rounds settling added after the last pass belong to it
+    passes = [part for part in np.split(rounds, bounds) if part.size]
+    summaries = [summarise_rounds(part) for part in passes]
+    weights = np.array([max(part.size - 1, 0) for part in passes], dtype=float)
+    within_by_pass = np.array([float(w) for _, w, _ in summaries])
+    within = float((weights * within_by_pass).sum() / weights.sum()) if weights.sum() > 0 else 0.0
+    return float(np.mean([float(c) for c, _, _ in summaries])), within, int(rounds.size)
+
+
 def _run_summaries(records: list[BenchRecord], shifts: list[float] | None = None):
     """(centres, within-run variances, rounds) of the runs, each centre less its run's shift."""
     shifts = shifts or [0.0] * len(records)
     rows = [
-        (centre - shift, within, n)
-        for (centre, within, n), shift, size in (
-            (summarise_rounds(r), s, r.size) for r, s in zip((_log_rounds(rec) for rec in records), shifts)
-        )
-        if size
+        (summary[0] - shift, summary[1], summary[2])
+        for summary, shift in zip((record_summary(rec) for rec in records), shifts)
+        if summary is not None
     ]
     return tuple(np.array([[float(row[i]) for row in rows]]) for i in range(3))  # type: ignore[return-value]
 
@@ -295,15 +318,15 @@ def run_centres(runs: list[RunDocument]) -> dict[str, dict[int, float]]:
     centres: dict[str, dict[int, float]] = {}
     for index, run in enumerate(runs):
         for bench_id, record in run.benchmarks.items():
-            rounds = _log_rounds(record)
-            if rounds.size:
-                centres.setdefault(bench_id, {})[index] = float(centre_of(rounds))
+            centre = log_centre(record)
+            if centre is not None:
+                centres.setdefault(bench_id, {})[index] = centre
     return centres
 
 
 def log_centre(record: BenchRecord) -> float | None:
-    rounds = _log_rounds(record)
-    return float(centre_of(rounds)) if rounds.size else None
+    summary = record_summary(record)
+    return None if summary is None else summary[0]
 
 
 def untimed_verdict(bench_id: str, kernels, reason: str, **fields) -> Verdict:

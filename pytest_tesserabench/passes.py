@@ -29,6 +29,7 @@ from pytest_tesserabench import sampling
 
 AUTO_PASSES = 4  # when the run is saved or compared: where drift between runs is what is judged
 MAX_PASSES = 20
+MIN_ROUNDS_PER_PASS = 3  # a pass's centre is the median of its rounds: three at least
 
 
 def planned(passes: int | None, *, history: bool) -> int:
@@ -64,14 +65,14 @@ class Passes:
         return self.current == self.total - 1
 
     def budget(self, budget: sampling.Budget) -> sampling.Budget:
-        """A pass's share: the time and the fewest rounds split over the passes (2 rounds at
-        least, so that each pass's rounds say something about their spread)."""
+        """A pass's share: the time and the fewest rounds split over the passes (3 rounds at
+        least: each pass's centre is the median of its rounds)."""
         if self.total == 1:
             return budget
         return replace(
             budget,
             max_time=budget.max_time / self.total,
-            min_rounds=max(2, math.ceil(budget.min_rounds / self.total)),
+            min_rounds=max(MIN_ROUNDS_PER_PASS, math.ceil(budget.min_rounds / self.total)),
         )
 
     def measured(self, name: str | None, measurement: sampling.Measurement, target_ci: float) -> sampling.Measurement:
@@ -104,6 +105,7 @@ def pooled(parts: list[sampling.Measurement], target_ci: float) -> sampling.Meas
         elapsed_s=sum(part.elapsed_s for part in parts),
         run_queue_wait_s=sum(part.run_queue_wait_s for part in parts),
         passes=len(parts),
+        pass_rounds=[len(part.rounds_ms) for part in parts],
     )
 
 

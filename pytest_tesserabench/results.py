@@ -248,9 +248,12 @@ class Sampling:
     settle_s: float = 0.0  # extra measuring an INCONCLUSIVE verdict took to settle
     run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
     passes: int = 1  # interleaved passes over the suite the rounds were taken in
+    pass_rounds: tuple[int, ...] = ()  # rounds per pass, in order (several passes; settling adds to the last)
 
     def to_json(self) -> dict:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["pass_rounds"] = list(self.pass_rounds)
+        return data
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Sampling:
@@ -266,7 +269,14 @@ class Sampling:
                 data.get("run_queue_wait_s", 0.0), f"{where}.run_queue_wait_s", nullable=False, low=0.0, high=1e9
             ),
             passes=_count(data.get("passes", 1), f"{where}.passes"),
+            pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
         )
+
+
+def _pass_rounds(value: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list):
+        raise _fail(where, f"is {type(value).__name__} {_short(value)}; expected a list of round counts")
+    return tuple(_count(count, f"{where}[{i}]") for i, count in enumerate(value))
 
 
 def _pct(ratio: float, as_factor: bool | None = None) -> str:

@@ -75,6 +75,7 @@ class Measurement:
     elapsed_s: float = 0.0
     run_queue_wait_s: float = 0.0  # waiting for a CPU, left out of the samples (see run_queue)
     passes: int = 1  # interleaved passes over the suite its rounds come from (see passes.py)
+    pass_rounds: list[int] = field(default_factory=list)  # rounds per pass, when several
 
     @property
     def calls(self) -> int:

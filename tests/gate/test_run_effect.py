@@ -111,3 +111,34 @@ def test_with_fewer_than_four_benchmarks_there_is_no_model():
     rng = np.random.default_rng(6)
     three = [RunDocument(benchmarks={i: r.benchmarks[i] for i in IDS[:3]}) for r in runs(rng, 3)]
     assert run_effect.fit(gate.run_centres(three), 3, []) is None
+
+
+def _passes_record(rounds_per_pass, speed_per_pass, level=1.0, extra=()):
+    rounds = [level * speed for n, speed in zip(rounds_per_pass, speed_per_pass) for _ in range(n)] + list(extra)
+    data = {"timer": "cpu", "rounds_ms": rounds, "sampling": {"passes": len(rounds_per_pass)}}
+    data["sampling"]["pass_rounds"] = list(rounds_per_pass)
+    return RunDocument.from_json({"benchmarks": {"t.py::test": data}}).benchmarks["t.py::test"]
+
+
+def test_a_speed_change_between_passes_moves_every_benchmark_alike():
+    # The machine ran 1.5x slower in the first two of four passes. Adaptive stopping took 3 rounds
+    # a pass of one benchmark there and 10 of another: the median of all rounds would read the
+    # first at full speed and the second slowed; the mean of the passes' centres reads both
+    # half-way, one shift shared by the run, which the run-effect model removes.
+    slow_fast = (1.5, 1.5, 1.0, 1.0)
+    few_slow = gate.log_centre(_passes_record((3, 3, 10, 10), slow_fast))
+    many_slow = gate.log_centre(_passes_record((10, 10, 3, 3), slow_fast))
+    assert few_slow == pytest.approx(math.log(1.5) / 2) and many_slow == pytest.approx(math.log(1.5) / 2)
+    # Rounds settling added after the last pass are the last pass's.
+    settled = gate.log_centre(_passes_record((3, 3), (1.0, 2.0), extra=[2.0] * 5))
+    assert settled == pytest.approx(math.log(2.0) / 2)
+    # One pass (or no counts): the median of the rounds, as before.
+    assert gate.log_centre(_passes_record((5,), (1.2,))) == pytest.approx(math.log(1.2))
+
+
+def test_pass_rounds_that_are_not_counts_name_the_field():
+    from pytest_tesserabench.results import DocumentError
+
+    data = {"timer": "cpu", "rounds_ms": [1.0], "sampling": {"pass_rounds": "3,3"}}
+    with pytest.raises(DocumentError, match=r"sampling\.pass_rounds.*expected a list of round counts"):
+        RunDocument.from_json({"benchmarks": {"t.py::test": data}})

@@ -64,7 +64,10 @@ def test_every_benchmark_test_runs_in_every_pass_alternating_and_is_reported_onc
     assert len(records) == 3
     for record in records.values():
         assert record["sampling"]["passes"] == 3
-        assert len(record["rounds_ms"]) >= 3 * 2  # each pass at least half the fewest rounds (4 / 3 -> 2)
+        assert len(record["sampling"]["pass_rounds"]) == 3 and sum(record["sampling"]["pass_rounds"]) == len(
+            record["rounds_ms"]
+        )
+        assert min(record["sampling"]["pass_rounds"]) >= 3  # a pass's centre is a median: 3 rounds at least
         assert record["stats"]["median_ms"] == pytest.approx(2.0)
 
 
@@ -126,3 +129,13 @@ def test_a_bad_number_of_passes_is_one_line(project):
     result.stderr.fnmatch_lines(
         ["ERROR: --bench-passes='0' (command line): must be auto or a whole number from 1 to 20"]
     )  # noqa: E501
+
+
+def test_nsight_compute_reruns_a_test_once_not_once_a_pass(project, monkeypatch):
+    from pytest_tesserabench import profiling
+
+    pytester, _ = project
+    reruns = []
+    monkeypatch.setattr(profiling, "run_ncu", lambda nodeid, args, cwd: reruns.append(nodeid) or {})
+    pytester.runpytest("--bench-ncu", "--bench-passes=3", *ARGS).assert_outcomes(passed=4)
+    assert sorted(reruns) == [f"test_kernels.py::test_work[{name}]" for name in "abc"]
