@@ -19,6 +19,9 @@ import os
 from collections.abc import Callable
 
 _SCHEDSTAT = "/proc/thread-self/schedstat"
+# Below this share of the timed wall clock, waiting for a CPU is ordinary scheduling; above it the
+# CPU was shared with other work (the summary says so; history mode holds back a regression).
+SHARED = 0.05
 
 
 def wait_clock() -> tuple[Callable[[], int], Callable[[], None]]:

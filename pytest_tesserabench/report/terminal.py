@@ -90,14 +90,12 @@ def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line
     return [Line(i + t) for i, t in zip(short, tails)]
 
 
-# Below this share of the timed wall clock, waiting for a CPU is ordinary scheduling, not worth a line.
-CPU_SHARING_NOTE = 0.05
-
-
 def cpu_sharing_line(records) -> str | None:
     """A line when the CPU-timed benchmarks waited for a CPU for a notable share of their timed wall
     clock: that wait is not in their figures, but the machine was shared, which shows elsewhere
     (caches, memory bandwidth, a busy SMT sibling)."""
+    from pytest_tesserabench import run_queue
+
     waited = timed = 0.0
     for record in records:
         if record.sampling is None:  # read from a file without it
@@ -105,7 +103,7 @@ def cpu_sharing_line(records) -> str | None:
         wait = record.sampling.run_queue_wait_s
         waited += wait
         timed += wait + sum(record.samples_ms) * record.sampling.inner_loops / 1e3
-    if timed <= 0 or waited / timed < CPU_SHARING_NOTE:
+    if timed <= 0 or waited / timed < run_queue.SHARED:
         return None
     return (
         f"the CPU was shared: the timing thread waited for it {waited:.1f} s ({waited / timed:.0%} of the timed wall "

@@ -14,11 +14,14 @@ from pytest_tesserabench import run_queue
 RUN = int(os.environ.get("RUN", "0"))
 SHIFT = float(os.environ.get("SHIFT", "1"))
 
+WAITED = [0]  # WAIT: the share of each call's wall clock spent waiting for a CPU (another process's)
+
 @pytest.fixture
 def fake_clock(monkeypatch):
     now = [0]
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
-    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
+    # no real waits on a fake clock; a fake one when WAIT is set
+    monkeypatch.setattr(run_queue, "wait_clock", lambda: (lambda: WAITED[0], lambda: None))
     return now
 
 @pytest.mark.parametrize("name", ["a", "b", "c", "d", "e"])
@@ -27,8 +30,12 @@ def test_work(bench, name, fake_clock):
     own = 1 + rng.gauss(0, 0.003)
     scale = SHIFT * own * float(os.environ.get("SLOWER_" + name, "1"))
 
+    wait = float(os.environ.get("WAIT", "0"))
+
     def kernel():
-        fake_clock[0] += int(2e6 * scale * (1 + rng.gauss(0, 0.01)))
+        ran = int(2e6 * scale * (1 + rng.gauss(0, 0.01)))
+        fake_clock[0] += int(ran / (1 - wait))
+        WAITED[0] += int(ran / (1 - wait)) - ran
 
     bench(kernel)
 """
@@ -80,6 +87,32 @@ def test_with_interleaved_passes_even_the_first_benchmark_has_the_shift_removed(
     result.stdout.fnmatch_lines(["a * REGRESSED (severe) *", "*shared shift +*% removed (4 other benchmarks*"])
     result.stdout.fnmatch_lines(["b * UNCHANGED *", "*shared shift +*% removed (4 other benchmarks*"])
     assert "INCONCLUSIVE" not in result.stdout.str()
+
+
+def test_a_regression_measured_on_a_shared_cpu_is_held_back_unless_the_baseline_shared_it_too(pytester, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "250")
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    for wait_in_baseline, expected in (("0", "INCONCLUSIVE"), ("0.3", "REGRESSED")):
+        for run, shift in enumerate((1.0, 1.03, 0.98)):
+            monkeypatch.setenv("RUN", str(run))
+            monkeypatch.setenv("SHIFT", str(shift))
+            monkeypatch.setenv("WAIT", wait_in_baseline)
+            pytester.runpytest(f"--bench-save=w{wait_in_baseline}", *ARGS).assert_outcomes(passed=5)
+        monkeypatch.setenv("RUN", "99")
+        monkeypatch.setenv("SHIFT", "1.0")
+        monkeypatch.setenv("SLOWER_c", "1.3")
+        monkeypatch.setenv("WAIT", "0.3")  # the candidate's thread waited 30% of the time for a CPU
+        result = pytester.runpytest(f"--bench-compare=w{wait_in_baseline}", *ARGS)
+        result.stdout.fnmatch_lines([f"c * {expected} *"])
+        monkeypatch.delenv("SLOWER_c")
+        if expected == "INCONCLUSIVE":
+            result.assert_outcomes(passed=5)
+            result.stdout.fnmatch_lines(
+                ["*the CPU was shared while it was measured (the timing thread waited 30% of the time; at most 0%"
+                 " in the baseline): not a regression of its own*", "*compare in the same job with --bench-ab=REF*"]
+            )  # fmt: skip
+        else:
+            result.assert_outcomes(passed=4, failed=1)
 
 
 def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch):
