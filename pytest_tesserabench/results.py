@@ -576,6 +576,7 @@ def _ab(data: Any, where: str) -> dict | None:
     for i, value in enumerate(_list(data.get("log_ratios", []), f"{where}.log_ratios")):
         _number(value, f"{where}.log_ratios[{i}]", nullable=False, low=-50.0, high=50.0)
     _times(data.get("reference_rounds_ms", []), f"{where}.reference_rounds_ms")
+    _number(data.get("reference_run_queue_wait_s", 0.0), f"{where}.reference_run_queue_wait_s", low=0.0, high=1e9)
     return data
 
 

@@ -46,6 +46,7 @@ def measuring_cpu() -> int | None:
 class Interleaved:
     candidate: sampling.Measurement
     reference_rounds_ms: list[float] = field(default_factory=list)
+    reference_run_queue_wait_s: float = 0.0  # the reference side's wait for a CPU, left out of its samples
     log_ratios: list[float] = field(default_factory=list)  # log(A block / B block), one per pair
     processes: list[int] = field(default_factory=list)  # the process pair each pair came from
     decision: object = None  # gate.PairedDecision of the last look
@@ -84,6 +85,7 @@ def interleave(
                 candidate.run_queue_wait_s += block.run_queue_wait_s
             else:
                 result.reference_rounds_ms.extend(block.rounds_ms)
+                result.reference_run_queue_wait_s += block.run_queue_wait_s
             blocks[side] = statistics.median(block.rounds_ms)
         if blocks["A"] > 0 and blocks["B"] > 0:
             result.log_ratios.append(math.log(blocks["A"] / blocks["B"]))

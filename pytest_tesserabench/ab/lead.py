@@ -241,6 +241,7 @@ class ABLead:
             log_ratios=result.log_ratios,
             processes=result.processes,
             reference_rounds_ms=result.reference_rounds_ms,
+            reference_run_queue_wait_s=result.reference_run_queue_wait_s,
             settle_s=result.settle_s,
             alpha_per_test=alpha,
             decision={

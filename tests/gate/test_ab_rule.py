@@ -91,7 +91,8 @@ class FakeSide:
 
     def block(self, rounds, cpu=None):
         self.log.append((self.label, cpu))
-        return Block([self.ms] * rounds, [self.ms] * (3 * rounds))
+        waited = 0.001 if self.label.startswith("B") else 0.002  # each side's wait for a CPU, per block
+        return Block([self.ms] * rounds, [self.ms] * (3 * rounds), waited)
 
 
 def test_the_schedule_goes_round_the_process_pairs_abba_within_each():
@@ -113,6 +114,9 @@ def test_the_schedule_goes_round_the_process_pairs_abba_within_each():
     assert candidate.rounds_ms == [1.1] * len(result.log_ratios)
     assert len(candidate.samples_ms) == 3 * len(candidate.rounds_ms)
     assert result.reference_rounds_ms == [1.0] * len(result.log_ratios)
+    # each side's wait for a CPU kept apart: the candidate's in its measurement, the reference's beside
+    assert candidate.run_queue_wait_s == pytest.approx(0.002 * len(result.log_ratios))
+    assert result.reference_run_queue_wait_s == pytest.approx(0.001 * len(result.log_ratios))
     # identical pairs, +10%: decided REGRESSED at the first look (3 pairs per process pair)
     assert result.decision.status == "REGRESSED" and len(result.log_ratios) == 12 and candidate.stop_reason == "decided"
 
