@@ -59,6 +59,7 @@ class Passes:
         self.current = total - 1  # the last pass is the reported one; earlier ones are set by run_earlier
         self.nodeid: str | None = None  # the test running now
         self.earlier: dict[tuple[str | None, str | None], list[sampling.Measurement]] = {}
+        self.once: set[str] = set()  # tests measured only in the reported pass (their timings are never gated)
 
     @property
     def final(self) -> bool:
@@ -67,13 +68,21 @@ class Passes:
     def budget(self, budget: sampling.Budget) -> sampling.Budget:
         """A pass's share: the time and the fewest rounds split over the passes (3 rounds at
         least: each pass's centre is the median of its rounds)."""
-        if self.total == 1:
+        if self.total == 1 or self.nodeid in self.once:
             return budget
         return replace(
             budget,
             max_time=budget.max_time / self.total,
             min_rounds=max(MIN_ROUNDS_PER_PASS, math.ceil(budget.min_rounds / self.total)),
         )
+
+    def measure_once(self, nodeid: str) -> None:
+        """This test takes no further earlier pass, and its reported pass measures alone (a test
+        whose kernels ran in the Triton interpreter: its timings are shown, never gated, and the
+        interpreter is slow). What its earlier pass measured is dropped."""
+        self.once.add(nodeid)
+        for key in [key for key in self.earlier if key[0] == nodeid]:
+            del self.earlier[key]
 
     def measured(self, name: str | None, measurement: sampling.Measurement, target_ci: float) -> sampling.Measurement:
         """An earlier pass's measurement is kept; the last pass's is returned pooled with them."""
@@ -130,6 +139,7 @@ def run_earlier(passes: Passes, items: list, run_item: Callable, say: Callable[[
         forwards = (passes.total - 1 - index) % 2 == 0
         order = items if forwards else items[::-1]
         say(f"tesserabench: pass {index + 1} of {passes.total} over {len(items)} benchmark test(s) (--bench-passes)")
+        order = [item for item in order if item.nodeid not in passes.once]
         for position, item in enumerate(order):
             nextitem = order[position + 1] if position + 1 < len(order) else None
             passes.nodeid = item.nodeid

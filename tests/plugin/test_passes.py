@@ -139,3 +139,35 @@ def test_nsight_compute_reruns_a_test_once_not_once_a_pass(project, monkeypatch)
     monkeypatch.setattr(profiling, "run_ncu", lambda nodeid, args, cwd: reruns.append(nodeid) or {})
     pytester.runpytest("--bench-ncu", "--bench-passes=3", *ARGS).assert_outcomes(passed=4)
     assert sorted(reruns) == [f"test_kernels.py::test_work[{name}]" for name in "abc"]
+
+
+def test_a_test_timed_in_the_triton_interpreter_takes_one_earlier_pass_then_measures_once(pytester, tmp_path):
+    pytest.importorskip("triton")
+    from pytest_tesserabench import machine
+
+    if machine.gpu_plausibly_present():
+        pytest.skip("the interpreter path: needs a machine without a GPU")
+    from test_ab import TRITON_WORKLOAD
+
+    log = tmp_path / "calls.txt"
+    workload = TRITON_WORKLOAD.replace(
+        "def test_add(bench):\n", f"def test_add(bench):\n    open({str(log)!r}, 'a').write('x')\n"
+    )
+    pytester.makepyfile(test_t=workload)
+    result = pytester.runpytest_subprocess("--bench", "--bench-passes=4", "--bench-json=out.json", *ARGS)
+    result.assert_outcomes(passed=1)
+    assert log.read_text() == "xx"  # the first pass found it interpreted; then only the reported pass
+    record = next(iter(json.loads((pytester.path / "out.json").read_text())["benchmarks"].values()))
+    assert record["timer"] == "interpreter" and record["sampling"]["passes"] == 1
+
+
+def test_a_pass_gets_its_share_of_the_budget_and_a_test_measured_once_all_of_it():
+    from pytest_tesserabench import passes, sampling
+
+    plan = passes.Passes(4)
+    budget = sampling.Budget(max_time=1.0, min_rounds=5)
+    plan.nodeid = "t.py::test_a"
+    assert plan.budget(budget) == sampling.Budget(max_time=0.25, min_rounds=3)
+    plan.earlier[("t.py::test_a", None)] = [sampling.Measurement(timer="cpu")]
+    plan.measure_once("t.py::test_a")
+    assert plan.budget(budget) == budget and plan.earlier == {}
