@@ -177,6 +177,8 @@ class Bench:
             deadline = time.perf_counter() + seconds
             while time.perf_counter() < deadline and len(measurement.rounds_ms) < sampling.MAX_ROUNDS:
                 sampling.take_round(timer, plan, measurement)
+                if measurement.pass_rounds:  # measured in passes: settling extends the last one
+                    measurement.pass_rounds[-1] += 1
         fresh = self._record(record.name, measurement, record.flops, record.bytes, record.dtype)
         record.rounds_ms, record.samples_ms, record.stats = fresh.rounds_ms, fresh.samples_ms, fresh.stats
         record.tflops, record.gbps, record.roofline = fresh.tflops, fresh.gbps, fresh.roofline

@@ -60,6 +60,7 @@ class Passes:
         self.nodeid: str | None = None  # the test running now
         self.earlier: dict[tuple[str | None, str | None], list[sampling.Measurement]] = {}
         self.once: set[str] = set()  # tests measured only in the reported pass (their timings are never gated)
+        self.failed_earlier: dict[str, str] = {}  # node id -> how it failed in an earlier pass (the first time)
 
     @property
     def final(self) -> bool:
@@ -145,6 +146,13 @@ def run_earlier(passes: Passes, items: list, run_item: Callable, say: Callable[[
             passes.nodeid = item.nodeid
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                run_item(item, nextitem)
+                reports = run_item(item, nextitem)
+            failed = [report for report in reports or () if report.failed]
+            if failed and item.nodeid not in passes.failed_earlier:
+                crash = getattr(failed[0].longrepr, "reprcrash", None)
+                message = getattr(crash, "message", "") or failed[0].when
+                passes.failed_earlier[item.nodeid] = (
+                    f"failed in pass {index + 1} of {passes.total} ({message.strip().splitlines()[0][:200]})"
+                )
     passes.current = passes.total - 1
     passes.nodeid = None

@@ -489,6 +489,15 @@ class SessionHooks:
         if passes is not None and not passes.final:
             self._earlier_pass_done(item)
             return result
+        if passes is not None and item.nodeid in passes.failed_earlier:
+            # The reported run passed; an earlier, unreported one did not: say it, a flaky test
+            # (or one that depends on state) must not pass unnoticed because passes hid it.
+            item.warn(
+                pytest.PytestWarning(
+                    f"{item.nodeid} {passes.failed_earlier[item.nodeid]}, unreported; the reported run passed. "
+                    "A flaky test, or one that depends on state (--bench-passes=1 runs it once)"
+                )
+            )
         if both_sides:
             self._end_test_on_both_sides(item)
         fixture = item.stash.get(BENCH_KEY, None)

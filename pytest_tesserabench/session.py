@@ -25,8 +25,6 @@ def _waiting_share(record: BenchRecord) -> float:
     if sampling is None or not sampling.run_queue_wait_s:
         return 0.0
     ran = sum(record.samples_ms) * sampling.inner_loops / 1e3 if record.samples_ms else 0.0
-    if not ran:  # a baseline keeps no samples: its rounds stand in for them
-        ran = sum(record.rounds_ms) * sampling.samples_per_round * sampling.inner_loops / 1e3
     return sampling.run_queue_wait_s / (sampling.run_queue_wait_s + ran)
 
 
@@ -98,7 +96,7 @@ class BenchSession:
                 candidate, {r.id: threshold for r in records}, self.measured, self.context.log_canary()
             )
         verdicts = self._machine_moved(records, verdicts, threshold)
-        verdicts = self._cpu_shared_since_baseline(records, verdicts)
+        verdicts = self._cpu_shared(records, verdicts)
         for record in records:
             reason = self.instruments.impossible(
                 timer=record.timer,
@@ -180,13 +178,15 @@ class BenchSession:
             verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
         return verdicts
 
-    def _cpu_shared_since_baseline(self, records, verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
+    def _cpu_shared(self, records, verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
         """History mode: never a REGRESSED of a benchmark timed on a CPU that other processes
-        shared, against a baseline timed on one they did not. The run-queue wait is left out of
-        the samples, but those processes still share caches, memory bandwidth and a core's SMT
-        sibling, which slows some code far more than other code: not a shift the run-effect model
-        removes (on the CI VM under two busy processes, one unchanged 0.3 ms workload read +14%
-        while the rest moved -2%). A/B measures both sides under the same load and keeps its
+        shared. The run-queue wait is left out of the samples, but those processes still share
+        caches, memory bandwidth and a core's SMT sibling, which slows some code far more than
+        other code: not a shift the run-effect model removes (on the CI VM under two busy
+        processes, one unchanged 0.3 ms workload read +14% while the rest moved -2%). A baseline
+        recorded under load does not make it comparable: the load changes from run to run (a new
+        user's trial, baseline and candidates all timed beside another job's test suite, still
+        failed unchanged tests). A/B measures both sides under the same load and keeps its
         verdicts."""
         from dataclasses import replace
 
@@ -199,14 +199,9 @@ class BenchSession:
             shared = _waiting_share(record)
             if verdict is None or verdict.status != "REGRESSED" or verdict.reasons or shared < run_queue.SHARED:
                 continue
-            before = [
-                _waiting_share(run.benchmarks[record.id]) for run in self.comparison.runs if record.id in run.benchmarks
-            ]
-            if before and max(before) >= shared / 2:
-                continue  # the baseline's runs shared it as much: like is compared with like
             note = (
-                f"the CPU was shared while it was measured (the timing thread waited {shared:.0%} of the time; "
-                f"at most {max(before, default=0.0):.0%} in the baseline): not a regression of its own"
+                f"the CPU was shared while it was measured (the timing thread waited {shared:.0%} of the time "
+                "for it): not a regression of its own"
             )
             verdicts[record.id] = replace(
                 verdict,

@@ -89,30 +89,22 @@ def test_with_interleaved_passes_even_the_first_benchmark_has_the_shift_removed(
     assert "INCONCLUSIVE" not in result.stdout.str()
 
 
-def test_a_regression_measured_on_a_shared_cpu_is_held_back_unless_the_baseline_shared_it_too(pytester, monkeypatch):
-    monkeypatch.setenv("COLUMNS", "250")
-    pytester.makepyfile(test_kernels=WORKLOAD)
-    for wait_in_baseline, expected in (("0", "INCONCLUSIVE"), ("0.3", "REGRESSED")):
-        for run, shift in enumerate((1.0, 1.03, 0.98)):
-            monkeypatch.setenv("RUN", str(run))
-            monkeypatch.setenv("SHIFT", str(shift))
-            monkeypatch.setenv("WAIT", wait_in_baseline)
-            pytester.runpytest(f"--bench-save=w{wait_in_baseline}", *ARGS).assert_outcomes(passed=5)
-        monkeypatch.setenv("RUN", "99")
-        monkeypatch.setenv("SHIFT", "1.0")
-        monkeypatch.setenv("SLOWER_c", "1.3")
-        monkeypatch.setenv("WAIT", "0.3")  # the candidate's thread waited 30% of the time for a CPU
-        result = pytester.runpytest(f"--bench-compare=w{wait_in_baseline}", *ARGS)
-        result.stdout.fnmatch_lines([f"c * {expected} *"])
-        monkeypatch.delenv("SLOWER_c")
-        if expected == "INCONCLUSIVE":
-            result.assert_outcomes(passed=5)
-            result.stdout.fnmatch_lines(
-                ["*the CPU was shared while it was measured (the timing thread waited 30% of the time; at most 0%"
-                 " in the baseline): not a regression of its own*", "*compare in the same job with --bench-ab=REF*"]
-            )  # fmt: skip
-        else:
-            result.assert_outcomes(passed=4, failed=1)
+def test_a_regression_measured_on_a_shared_cpu_is_held_back(baseline, monkeypatch):
+    monkeypatch.setenv("SLOWER_c", "1.3")
+    result = baseline.runpytest("--bench-compare=main", *ARGS)  # a quiet CPU: the regression stands
+    result.assert_outcomes(passed=4, failed=1)
+    result.stdout.fnmatch_lines(["c * REGRESSED *"])
+    monkeypatch.setenv("WAIT", "0.3")  # the timing thread waited 30% of the time for a CPU
+    result = baseline.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(
+        [
+            "c * INCONCLUSIVE *",
+            "*the CPU was shared while it was measured (the timing thread waited 30% of the time for it): "
+            "not a regression of its own*",
+            "*compare in the same job with --bench-ab=REF*",
+        ]
+    )
 
 
 def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch):
