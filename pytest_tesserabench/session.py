@@ -97,6 +97,7 @@ class BenchSession:
             )
         verdicts = self._machine_moved(records, verdicts, threshold)
         verdicts = self._cpu_shared(records, verdicts)
+        verdicts = self._passes_differ(records, verdicts)
         for record in records:
             reason = self.instruments.impossible(
                 timer=record.timer,
@@ -210,6 +211,33 @@ class BenchSession:
                 notes=(*verdict.notes, note),
                 hint_text="re-run on a machine no other job shares, or compare in the same job with --bench-ab=REF",
             )
+        return verdicts
+
+    def _passes_differ(self, records, verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
+        """A note where this run measured in another number of passes than the baseline's runs
+        (say the baseline saved without -n, compared under -n): the centres are then taken
+        differently, and the fix is to record and compare alike."""
+        from dataclasses import replace
+
+        if self.comparison is None:
+            return verdicts
+        for record in records:
+            verdict = verdicts.get(record.id)
+            if verdict is None or record.sampling is None:
+                continue
+            theirs = sorted(
+                {
+                    run.benchmarks[record.id].sampling.passes
+                    for run in self.comparison.runs
+                    if record.id in run.benchmarks and run.benchmarks[record.id].sampling is not None
+                }
+            )
+            if theirs and theirs != [record.sampling.passes]:
+                note = (
+                    f"measured in {record.sampling.passes} pass(es), the baseline's runs in "
+                    f"{' or '.join(map(str, theirs))}: record and compare with the same --bench-passes"
+                )
+                verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
         return verdicts
 
     def all_verdicts(self) -> dict[str, Verdict]:

@@ -175,3 +175,16 @@ def test_a_pass_gets_its_share_of_the_budget_and_a_test_measured_once_all_of_it(
     plan.earlier[("t.py::test_a", None)] = [sampling.Measurement(timer="cpu")]
     plan.measure_once("t.py::test_a")
     assert plan.budget(budget) == budget and plan.earlier == {}
+
+
+def test_a_comparison_across_different_numbers_of_passes_says_so(project, monkeypatch):
+    pytester, _ = project
+    monkeypatch.setenv("COLUMNS", "250")  # notes on one line
+    pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)  # auto: 4 passes
+    result = pytester.runpytest("--bench-compare=main", "--bench-passes=1", *ARGS)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        ["*measured in 1 pass(es), the baseline's runs in 4: record and compare with the same*"]
+    )
+    result = pytester.runpytest("--bench-compare=main", *ARGS)  # alike: nothing said
+    assert "the baseline's runs in" not in result.stdout.str()
