@@ -473,6 +473,14 @@ class BenchRecord:
     def median_ms(self) -> float | None:
         return self.stats.median_ms if self.stats else None
 
+    def cpu_wait(self) -> tuple[float, float]:
+        """(seconds the timing thread waited for a CPU, seconds of timed wall clock: the samples
+        and that wait); both 0 without sampling data or samples."""
+        if self.sampling is None:
+            return 0.0, 0.0
+        waited = self.sampling.run_queue_wait_s
+        return waited, waited + sum(self.samples_ms) * self.sampling.inner_loops / 1e3
+
     @property
     def measured_rounds(self) -> list[float]:
         """Round medians the gate can use (positive)."""

@@ -210,7 +210,7 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
     measured: dict[str, float] = {}
     if any(record.sampling is not None and record.sampling.passes > 1 for record in candidate.benchmarks.values()):
         # Measured in interleaved passes: the plugin knew every benchmark's earlier passes
-        # before judging the first one; their pooled centres stand in for them.
+        # before judging the first one; their centres in the file (all passes) stand in for them.
         centres = ((i, gate.log_centre(r)) for i, r in candidate.benchmarks.items())
         measured = {i: c for i, c in centres if c is not None}
     shifts = {}

@@ -18,16 +18,6 @@ from pytest_tesserabench.options import Settings
 from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
 
 
-def _waiting_share(record: BenchRecord) -> float:
-    """The share of its timed wall clock (samples and the wait left out of them) the timing thread
-    spent waiting for a CPU; as the summary's "the CPU was shared" line counts it."""
-    sampling = record.sampling
-    if sampling is None or not sampling.run_queue_wait_s:
-        return 0.0
-    ran = sum(record.samples_ms) * sampling.inner_loops / 1e3 if record.samples_ms else 0.0
-    return sampling.run_queue_wait_s / (sampling.run_queue_wait_s + ran)
-
-
 class BenchSession:
     def __init__(
         self, settings: Settings, *, rootdir: Path, cache_dir: Path | None, is_worker: bool, gpu: str | None = None
@@ -197,7 +187,8 @@ class BenchSession:
             return verdicts
         for record in records:
             verdict = verdicts.get(record.id)
-            shared = _waiting_share(record)
+            waited, timed = record.cpu_wait()
+            shared = waited / timed if timed > 0 else 0.0  # as the summary's "the CPU was shared" line
             if verdict is None or verdict.status != "REGRESSED" or verdict.reasons or shared < run_queue.SHARED:
                 continue
             note = (

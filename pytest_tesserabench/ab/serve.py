@@ -18,6 +18,7 @@ import pytest
 
 from pytest_tesserabench import sampling
 from pytest_tesserabench.ab.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
+from pytest_tesserabench.crash import crash_line
 
 
 class ServedTest:
@@ -43,7 +44,7 @@ class ServeLoop:
     # -- pytest ------------------------------------------------------------------------------------
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed and report.nodeid.split("::", 1)[0] not in self.reference_only:
-            self.collect_errors.append(f"{report.nodeid or 'collection'}: {_crash_line(report)}")
+            self.collect_errors.append(f"{report.nodeid or 'collection'}: {crash_line(report)}")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.test is not None:
@@ -85,7 +86,7 @@ class ServeLoop:
         self.test = None
         failed = [r for r in test.reports if r.failed]
         skipped = any(r.skipped for r in test.reports)
-        error = _crash_line(failed[0]) if failed else None
+        error = crash_line(failed[0]) if failed else None
         fixture = item.stash.get(self.bench_key, None)
         records = [record.to_json(samples=False) for record in fixture.records.values()] if fixture else []
         self.connection.send(
@@ -149,13 +150,3 @@ def _pin(cpu: int | None) -> None:
             os.sched_setaffinity(0, {cpu})
         except OSError:
             pass  # not allowed here: measured where the scheduler puts it
-
-
-def _crash_line(report) -> str:
-    """The one line that says what went wrong: the exception and its message."""
-    crash = getattr(report.longrepr, "reprcrash", None)
-    if crash is not None and getattr(crash, "message", None):
-        return crash.message.strip().splitlines()[0][:300]
-    lines = [line for line in str(report.longrepr).strip().splitlines() if line.startswith("E ")]
-    lines = lines or str(report.longrepr).strip().splitlines() or ["?"]
-    return lines[-1].removeprefix("E").strip()[:300]

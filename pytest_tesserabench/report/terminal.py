@@ -98,11 +98,9 @@ def cpu_sharing_line(records) -> str | None:
 
     waited = timed = 0.0
     for record in records:
-        if record.sampling is None:  # read from a file without it
-            continue
-        wait = record.sampling.run_queue_wait_s
-        waited += wait
-        timed += wait + sum(record.samples_ms) * record.sampling.inner_loops / 1e3
+        record_waited, record_timed = record.cpu_wait()
+        waited += record_waited
+        timed += record_timed
     if timed <= 0 or waited / timed < run_queue.SHARED:
         return None
     return (

@@ -8,19 +8,18 @@ import signal
 import subprocess
 
 import pytest
+from snippets import FAKE_CLOCK, TRITON_WORKLOAD
 
-WORKLOAD = """
+WORKLOAD = (
+    """
 import math, os, random, time, pytest
 from pytest_tesserabench import run_queue
 
 SCALE = {"a": 1.0, "b": 1.0, "c": 1.0}
 
-@pytest.fixture
-def fake_clock(monkeypatch):
-    now = [0]
-    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
-    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
-    return now
+"""
+    + FAKE_CLOCK
+    + """
 
 def kernel_for(name, fake_clock):
     rng = random.Random(f"{os.getpid()}-{name}")
@@ -32,6 +31,7 @@ def kernel_for(name, fake_clock):
 def test_work(bench, name, fake_clock):
     bench(kernel_for(name, fake_clock))
 """
+)
 ARGS = ("--bench-max-time=0.1", "--bench-warmup=0", "--bench-ab-processes=1", "-p", "no:randomly")
 
 
@@ -316,34 +316,6 @@ def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_it
     assert len({pads[pid] for pid in measured}) > 1, pads
     # one BLAS thread in a process pinned to one CPU (a pool of many would spin against itself)
     assert {pools[pid] for pid in measured} == {"1"}, pools
-
-
-TRITON_WORKLOAD = """
-import time
-import torch
-import triton
-import triton.language as tl
-
-DELAY = 0.0
-
-
-@triton.jit
-def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
-
-def add(x, y):
-    time.sleep(DELAY)
-    out = torch.empty_like(x)
-    _add_kernel[(triton.cdiv(x.numel(), 256),)](x, y, out, x.numel(), BLOCK=256)
-    return out
-
-
-def test_add(bench):
-    bench(add, torch.randn(1024), torch.randn(1024))
-"""
 
 
 def test_timings_of_kernels_run_in_the_interpreter_are_not_gated(pytester):

@@ -3,24 +3,23 @@
 import json
 
 import pytest
+from snippets import FAKE_CLOCK
 
 from pytest_tesserabench import machine
 
 # A fake clock makes the "kernel" take 2 ms per call with 1% round noise and 0.5% run-to-run
 # drift, seeded per run: the gate, the files and the hooks are exercised for real, and the
 # outcome does not depend on how busy the shared CI machine is.
-WORKLOAD = """
+WORKLOAD = (
+    """
 import os, random, time, pytest
 from pytest_tesserabench import run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 
-@pytest.fixture
-def fake_clock(monkeypatch):
-    now = [0]
-    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])  # the CPU timer's clock
-    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
-    return now
+"""
+    + FAKE_CLOCK
+    + """
 
 @pytest.mark.parametrize("name", ["a", "b", "c"])
 def test_work(bench, name, fake_clock):
@@ -33,6 +32,7 @@ def test_work(bench, name, fake_clock):
 
     bench(kernel)
 """
+)
 ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8")
 
 

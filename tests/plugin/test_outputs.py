@@ -9,6 +9,7 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from snippets import FAKE_CLOCK
 
 from pytest_tesserabench import machine
 from pytest_tesserabench.baseline import save_run
@@ -16,16 +17,14 @@ from pytest_tesserabench.results import RunDocument
 
 # A fake clock: each "kernel" takes 2 ms x n (x SLOWER for n=2) with 1% noise, seeded, so the
 # figures and the verdicts do not depend on how busy the machine is.
-WORKLOAD = """
+WORKLOAD = (
+    """
 import os, random, time, pytest
 from pytest_tesserabench import run_queue
 
-@pytest.fixture
-def fake_clock(monkeypatch):
-    now = [0]
-    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
-    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
-    return now
+"""
+    + FAKE_CLOCK
+    + """
 
 @pytest.mark.bench_sizes(n=[1, 2])
 def test_work(bench, n, fake_clock):
@@ -41,6 +40,7 @@ def test_work(bench, n, fake_clock):
 def test_plain(bench, fake_clock):
     bench(lambda: fake_clock.__setitem__(0, fake_clock[0] + 500_000))
 """
+)
 ARGS = ("--bench-max-time=0.1", "--bench-warmup=0", "--bench-min-rounds=5")
 IDS = [
     "test_k.py::test_work[n1]",

@@ -4,8 +4,10 @@ alternating direction; only the last pass is reported, with every pass's rounds 
 import json
 
 import pytest
+from snippets import FAKE_CLOCK, TRITON_WORKLOAD
 
-WORKLOAD = """
+WORKLOAD = (
+    """
 import os, time, pytest
 from pytest_tesserabench import run_queue
 
@@ -15,12 +17,9 @@ def log(word):
     with open(LOG, "a") as f:
         f.write(word + " ")
 
-@pytest.fixture
-def fake_clock(monkeypatch):
-    now = [0]
-    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
-    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
-    return now
+"""
+    + FAKE_CLOCK
+    + """
 
 @pytest.fixture
 def prepared():
@@ -36,6 +35,7 @@ def test_work(bench, name, fake_clock, prepared):
 def test_plain():
     log("plain")
 """
+)
 ARGS = ("--bench-max-time=0.1", "--bench-warmup=0", "--bench-min-rounds=4", "-p", "no:randomly")
 
 
@@ -151,8 +151,6 @@ def test_a_test_timed_in_the_triton_interpreter_takes_one_earlier_pass_then_meas
 
     if machine.gpu_plausibly_present():
         pytest.skip("the interpreter path: needs a machine without a GPU")
-    from test_ab import TRITON_WORKLOAD
-
     log = tmp_path / "calls.txt"
     workload = TRITON_WORKLOAD.replace(
         "def test_add(bench):\n", f"def test_add(bench):\n    open({str(log)!r}, 'a').write('x')\n"
@@ -161,6 +159,8 @@ def test_a_test_timed_in_the_triton_interpreter_takes_one_earlier_pass_then_meas
     result = pytester.runpytest_subprocess("--bench", "--bench-passes=4", "--bench-json=out.json", *ARGS)
     result.assert_outcomes(passed=1)
     assert log.read_text() == "xx"  # the first pass found it interpreted; then only the reported pass
+    result.stdout.fnmatch_lines(["*pass 1 of 4 over 1 benchmark test(s)*"])
+    assert "pass 2 of 4" not in result.stdout.str()  # no pass is announced with nothing to run
     record = next(iter(json.loads((pytester.path / "out.json").read_text())["benchmarks"].values()))
     assert record["timer"] == "interpreter" and record["sampling"]["passes"] == 1
 

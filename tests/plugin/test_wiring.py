@@ -4,23 +4,22 @@ one connection is cut (a deliberate mutation of the plugin survived none of them
 import json
 
 import pytest
+from snippets import FAKE_CLOCK
 
 from pytest_tesserabench import canary, machine
 
 # A fake clock: the "kernel" takes 2 ms x SLOWER_<name> per call with 1% round noise and a
 # seeded per-run drift, so verdicts do not depend on how busy the machine is.
-WORKLOAD = """
+WORKLOAD = (
+    """
 import math, os, random, time, pytest
 from pytest_tesserabench import run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 
-@pytest.fixture
-def fake_clock(monkeypatch):
-    now = [0]
-    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
-    monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
-    return now
+"""
+    + FAKE_CLOCK
+    + """
 
 def kernel_for(name, fake_clock, noise=0.01):
     rng = random.Random(f"{RUN}-{name}")
@@ -40,6 +39,7 @@ def test_work(bench, name, fake_clock):
 def test_tolerant(bench, fake_clock):
     bench(kernel_for("t", fake_clock))
 """
+)
 ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8")
 ALL = 4  # benchmarks in the workload
 
