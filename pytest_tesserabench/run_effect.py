@@ -199,7 +199,21 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
     `report`): the baseline's model, each benchmark's shift from the benchmarks before it in the
     run (the file keeps the order they were measured in; with interleaved passes, from all the
     others), the run's canary for the first ones.
-    Without a model (fewer than MIN_BENCHMARKS benchmarks), the plain rule."""
+    Without a model (fewer than MIN_BENCHMARKS benchmarks), the plain rule. Either way the run's
+    own conditions (run_conditions.review) qualify the verdicts, as they did in the plugin."""
+    from pytest_tesserabench import run_conditions
+
+    verdicts = _judge_run(candidate, baseline_runs, config)
+    return run_conditions.review(
+        list(candidate.benchmarks.values()),
+        verdicts,
+        start_canary_ms=run_conditions.start_samples(candidate.canary_ms),
+        threshold=config.threshold,
+        baseline_runs=baseline_runs,
+    )
+
+
+def _judge_run(candidate, baseline_runs: list, config) -> dict:
     from pytest_tesserabench import gate
 
     model = fit_baseline(baseline_runs)

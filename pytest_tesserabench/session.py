@@ -85,9 +85,15 @@ class BenchSession:
             verdicts = self.comparison.judge(
                 candidate, {r.id: threshold for r in records}, self.measured, self.context.log_canary()
             )
-        verdicts = self._machine_moved(records, verdicts, threshold)
-        verdicts = self._cpu_shared(records, verdicts)
-        verdicts = self._passes_differ(records, verdicts)
+        from pytest_tesserabench import run_conditions
+
+        verdicts = run_conditions.review(
+            records,
+            verdicts,
+            start_canary_ms=run_conditions.start_samples(self.context.canary_ms),
+            threshold=threshold,
+            baseline_runs=self.comparison.runs if self.comparison is not None else None,
+        )
         for record in records:
             reason = self.instruments.impossible(
                 timer=record.timer,
@@ -108,128 +114,6 @@ class BenchSession:
 
         centres = {i: c for i, c in ((i, log_centre(r)) for i, r in self.records.items()) if c is not None}
         return self.comparison.suite_shift(centres, self.context.log_canary())
-
-    def machine_drift(self, record: BenchRecord) -> float | None:
-        """How much slower (log) the machine was right before ``record`` than at the start of the
-        run, by the canary; None without both canaries."""
-        import math
-        import statistics
-
-        start = self.context.canary_ms[: self._start_samples()]
-        if not record.canary_ms or not start or statistics.median(start) <= 0:
-            return None  # (a clock the test patched reads zero: no canary then)
-        return math.log(record.canary_ms / statistics.median(start))
-
-    def _start_samples(self) -> int:
-        from pytest_tesserabench import canary
-
-        return canary.CANARY_SAMPLES
-
-    def drift_allowance(self, threshold: float) -> float:
-        """Machine drift (log) beyond what the canary's own noise explains: half the threshold, or
-        four standard errors of a few canary samples, whichever is larger."""
-        import math
-
-        import numpy as np
-
-        start = np.log(np.asarray(self.context.canary_ms[: self._start_samples()] or [1.0]))
-        noise = float(np.std(start, ddof=1)) if start.size > 1 else 0.0
-        from pytest_tesserabench import canary
-
-        return max(math.log1p(threshold) / 2, 4 * noise / math.sqrt(canary.LOCAL_SAMPLES))
-
-    def _machine_moved(self, records, verdicts: dict[str, Verdict], threshold: float) -> dict[str, Verdict]:
-        """Never a REGRESSED of a benchmark the machine itself explains: when the canary right
-        before it was slower than at the start by more than its noise allows, and the slowdown
-        less that drift is below the threshold, the verdict is INCONCLUSIVE and says why."""
-        import math
-        from dataclasses import replace
-
-        allowance = self.drift_allowance(threshold)
-        for record in records:
-            verdict = verdicts.get(record.id)
-            drift = self.machine_drift(record)
-            if verdict is None or drift is None or drift <= allowance or record.ab is not None:
-                # (A/B pairs cancel what the machine does.) A machine that got faster cannot turn
-                # an unchanged benchmark into a regression, and a CPU that was still clocking up
-                # when the start canary ran reads as one on nearly every benchmark: not said.
-                continue
-            note = f"the machine was {math.expm1(drift) * 100:+.0f}% slower than at the start of the run (canary)"
-            if verdict.status == "REGRESSED" and not verdict.reasons and verdict.ratio is not None:
-                explained = verdict.ratio / math.exp(drift)
-                if explained < 1 + (verdict.threshold or threshold):
-                    verdicts[record.id] = replace(
-                        verdict,
-                        status="INCONCLUSIVE",
-                        severity=None,
-                        notes=(*verdict.notes, note + ": not a regression of its own"),
-                        hint_text="re-run on a quieter machine: the machine's speed changed during the run",
-                    )
-                    continue
-            verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
-        return verdicts
-
-    def _cpu_shared(self, records, verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
-        """History mode: never a REGRESSED of a benchmark timed on a CPU that other processes
-        shared. The run-queue wait is left out of the samples, but those processes still share
-        caches, memory bandwidth and a core's SMT sibling, which slows some code far more than
-        other code: not a shift the run-effect model removes (on the CI VM under two busy
-        processes, one unchanged 0.3 ms workload read +14% while the rest moved -2%). A baseline
-        recorded under load does not make it comparable: the load changes from run to run (a new
-        user's trial, baseline and candidates all timed beside another job's test suite, still
-        failed unchanged tests). A/B measures both sides under the same load and keeps its
-        verdicts."""
-        from dataclasses import replace
-
-        from pytest_tesserabench import run_queue
-
-        if self.comparison is None:
-            return verdicts
-        for record in records:
-            verdict = verdicts.get(record.id)
-            waited, timed = record.cpu_wait()
-            shared = waited / timed if timed > 0 else 0.0  # as the summary's "the CPU was shared" line
-            if verdict is None or verdict.status != "REGRESSED" or verdict.reasons or shared < run_queue.SHARED:
-                continue
-            note = (
-                f"the CPU was shared while it was measured (the timing thread waited {shared:.0%} of the time "
-                "for it): not a regression of its own"
-            )
-            verdicts[record.id] = replace(
-                verdict,
-                status="INCONCLUSIVE",
-                severity=None,
-                notes=(*verdict.notes, note),
-                hint_text="re-run on a machine no other job shares, or compare in the same job with --bench-ab=REF",
-            )
-        return verdicts
-
-    def _passes_differ(self, records, verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
-        """A note where this run measured in another number of passes than the baseline's runs
-        (say the baseline saved without -n, compared under -n): the centres are then taken
-        differently, and the fix is to record and compare alike."""
-        from dataclasses import replace
-
-        if self.comparison is None:
-            return verdicts
-        for record in records:
-            verdict = verdicts.get(record.id)
-            if verdict is None or record.sampling is None:
-                continue
-            theirs = sorted(
-                {
-                    run.benchmarks[record.id].sampling.passes
-                    for run in self.comparison.runs
-                    if record.id in run.benchmarks and run.benchmarks[record.id].sampling is not None
-                }
-            )
-            if theirs and theirs != [record.sampling.passes]:
-                note = (
-                    f"measured in {record.sampling.passes} pass(es), the baseline's runs in "
-                    f"{' or '.join(map(str, theirs))}: record and compare with the same --bench-passes"
-                )
-                verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
-        return verdicts
 
     def all_verdicts(self) -> dict[str, Verdict]:
         """Every verdict of the session (controller): those given per test, plus MISSING ones."""

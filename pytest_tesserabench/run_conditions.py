@@ -1,0 +1,148 @@
+"""What the run's own conditions say about its verdicts against a baseline.
+
+The rule (gate.py, run_effect.py) judges timings; three facts about how they were taken can
+overrule or qualify it: the machine slowed under a benchmark (the canary timed right before it),
+a CPU other processes shared while it was timed, and a baseline measured in another number of
+passes. The plugin applies them as it judges each test, and `tesserabench compare` / `report`
+apply them to a run read from a file, so a run is judged alike either way.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import replace
+
+import numpy as np
+
+from pytest_tesserabench import canary, run_queue
+from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
+
+
+def review(
+    records: list[BenchRecord],
+    verdicts: dict[str, Verdict],
+    *,
+    start_canary_ms: list[float],
+    threshold: float,
+    baseline_runs: list[RunDocument] | None,
+) -> dict[str, Verdict]:
+    """The verdicts once the run's conditions are taken into account. ``start_canary_ms``: the
+    canary samples timed at the start of the run; ``baseline_runs``: None in A/B mode (its pairs
+    cancel what the machine does, and its reference ran on the same CPU)."""
+    verdicts = machine_moved(records, verdicts, start_canary_ms, threshold)
+    if baseline_runs is None:
+        return verdicts
+    verdicts = cpu_shared(records, verdicts)
+    return passes_differ(records, verdicts, baseline_runs)
+
+
+def start_samples(canary_ms: list[float]) -> list[float]:
+    """The samples timed at the start of a run, of all a run document keeps (start and end)."""
+    return list(canary_ms[: canary.CANARY_SAMPLES])
+
+
+def machine_drift(record: BenchRecord, start_canary_ms: list[float]) -> float | None:
+    """How much slower (log) the machine was right before ``record`` than at the start of the
+    run, by the canary; None without both canaries."""
+    if not record.canary_ms or not start_canary_ms or statistics.median(start_canary_ms) <= 0:
+        return None  # (a clock the test patched reads zero: no canary then)
+    return math.log(record.canary_ms / statistics.median(start_canary_ms))
+
+
+def drift_allowance(start_canary_ms: list[float], threshold: float) -> float:
+    """Machine drift (log) beyond what the canary's own noise explains: half the threshold, or
+    four standard errors of a few canary samples, whichever is larger."""
+    start = np.log(np.asarray(start_canary_ms or [1.0]))
+    noise = float(np.std(start, ddof=1)) if start.size > 1 else 0.0
+    return max(math.log1p(threshold) / 2, 4 * noise / math.sqrt(canary.LOCAL_SAMPLES))
+
+
+def machine_moved(
+    records: list[BenchRecord], verdicts: dict[str, Verdict], start_canary_ms: list[float], threshold: float
+) -> dict[str, Verdict]:
+    """Never a REGRESSED of a benchmark the machine itself explains: when the canary right
+    before it was slower than at the start by more than its noise allows, and the slowdown
+    less that drift is below the threshold, the verdict is INCONCLUSIVE and says why."""
+    verdicts = dict(verdicts)
+    allowance = drift_allowance(start_canary_ms, threshold)
+    for record in records:
+        verdict = verdicts.get(record.id)
+        drift = machine_drift(record, start_canary_ms)
+        if verdict is None or drift is None or drift <= allowance or record.ab is not None:
+            # (A/B pairs cancel what the machine does.) A machine that got faster cannot turn
+            # an unchanged benchmark into a regression, and a CPU that was still clocking up
+            # when the start canary ran reads as one on nearly every benchmark: not said.
+            continue
+        note = f"the machine was {math.expm1(drift) * 100:+.0f}% slower than at the start of the run (canary)"
+        if verdict.status == "REGRESSED" and not verdict.reasons and verdict.ratio is not None:
+            explained = verdict.ratio / math.exp(drift)
+            if explained < 1 + (verdict.threshold or threshold):
+                verdicts[record.id] = replace(
+                    verdict,
+                    status="INCONCLUSIVE",
+                    severity=None,
+                    notes=(*verdict.notes, note + ": not a regression of its own"),
+                    hint_text="re-run on a quieter machine: the machine's speed changed during the run",
+                )
+                continue
+        verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
+    return verdicts
+
+
+def cpu_shared(records: list[BenchRecord], verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
+    """History mode: never a REGRESSED of a benchmark timed on a CPU that other processes
+    shared. The run-queue wait is left out of the samples, but those processes still share
+    caches, memory bandwidth and a core's SMT sibling, which slows some code far more than
+    other code: not a shift the run-effect model removes (on the CI VM under two busy
+    processes, one unchanged 0.3 ms workload read +14% while the rest moved -2%). A baseline
+    recorded under load does not make it comparable: the load changes from run to run (a new
+    user's trial, baseline and candidates all timed beside another job's test suite, still
+    failed unchanged tests). A/B measures both sides under the same load and keeps its
+    verdicts."""
+    verdicts = dict(verdicts)
+    for record in records:
+        verdict = verdicts.get(record.id)
+        waited, timed = record.cpu_wait()
+        shared = waited / timed if timed > 0 else 0.0  # as the summary's "the CPU was shared" line
+        if verdict is None or verdict.status != "REGRESSED" or verdict.reasons or shared < run_queue.SHARED:
+            continue
+        note = (
+            f"the CPU was shared while it was measured (the timing thread waited {shared:.0%} of the time "
+            "for it): not a regression of its own"
+        )
+        verdicts[record.id] = replace(
+            verdict,
+            status="INCONCLUSIVE",
+            severity=None,
+            notes=(*verdict.notes, note),
+            hint_text="re-run on a machine no other job shares, or compare in the same job with --bench-ab=REF",
+        )
+    return verdicts
+
+
+def passes_differ(
+    records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument]
+) -> dict[str, Verdict]:
+    """A note where this run measured in another number of passes than the baseline's runs
+    (say the baseline saved without -n, compared under -n): the centres are then taken
+    differently, and the fix is to record and compare alike."""
+    verdicts = dict(verdicts)
+    for record in records:
+        verdict = verdicts.get(record.id)
+        if verdict is None or record.sampling is None:
+            continue
+        theirs = sorted(
+            {
+                run.benchmarks[record.id].sampling.passes
+                for run in baseline_runs
+                if record.id in run.benchmarks and run.benchmarks[record.id].sampling is not None
+            }
+        )
+        if theirs and theirs != [record.sampling.passes]:
+            note = (
+                f"measured in {record.sampling.passes} pass(es), the baseline's runs in "
+                f"{' or '.join(map(str, theirs))}: record and compare with the same --bench-passes"
+            )
+            verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
+    return verdicts
