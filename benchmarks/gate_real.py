@@ -215,6 +215,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="short budgets (mechanics only, not evidence)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
     parser.add_argument(
+        "--keep",
+        type=Path,
+        help="keep every candidate run's --bench-json file (CONDITION-MODE-VERSION-REP.json) and the "
+        "baselines here, to judge them again offline (gate_rejudge.py)",
+    )
+    parser.add_argument(
         "--python",
         type=Path,
         help="an interpreter that already has this project and pytest-benchmark (a machine without "
@@ -267,12 +273,17 @@ def main() -> int:
                         else:
                             statuses = theirs(python, repo, out, saved)
                     seconds[mode].append(time.time() - began)
+                    if args.keep and out.exists():
+                        args.keep.mkdir(parents=True, exist_ok=True)
+                        shutil.copy(out, args.keep / f"{condition}-{mode}-{version}-{rep}.json")
                     for workload, status in statuses.items():
                         outcomes.append((condition, mode, version, workload, status))
                     checkout(repo, "v0")
             elapsed = time.time() - started
             print(f"[{condition}] repetition {rep + 1}/{args.reps} done, {elapsed / 60:.1f} min", file=sys.stderr)
 
+    if args.keep:
+        shutil.copytree(repo / "baselines", args.keep / "baselines", dirs_exist_ok=True)
     report(outcomes, args)
     costs = ", ".join(f"{mode} {sum(v) / len(v):.0f} s" for mode, v in seconds.items())
     print(f"\nmean wall time of a candidate run (6 benchmarks, pytest start-up included): {costs}")
