@@ -53,6 +53,17 @@ def resolve(rootdir: Path, ref: str) -> tuple[Path, str, int]:
     return repo, found.stdout.strip(), dirty
 
 
+def has_commit(rootdir: Path, sha: str) -> bool | None:
+    """Whether the clone at ``rootdir`` has commit ``sha`` (a shallow CI clone may not); None
+    when ``rootdir`` is not in a git repository (or git is missing)."""
+    try:
+        if _git(rootdir, "rev-parse", "--git-dir", timeout=10).returncode != 0:
+            return None
+        return _git(rootdir, "cat-file", "-e", f"{sha}^{{commit}}", timeout=10).returncode == 0
+    except ABError:
+        return None
+
+
 def checkout(rootdir: Path, ref: str, cache_dir: Path) -> Reference:
     """REF checked out (detached) into ``cache_dir/ab-<sha>``; reused when already there."""
     from filelock import FileLock

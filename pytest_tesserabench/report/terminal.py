@@ -201,6 +201,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         width=width,
     ):
         terminalreporter.write_line(line.text, **line.markup())
+    settle = settle_by_ab_line(state)
+    if settle:
+        terminalreporter.write_line(settle, yellow=True)
     if state.suite is not None:
         text = ("FAILED: " if state.suite.failed else "") + state.suite.line()
         terminalreporter.write_line(text, red=state.suite.failed)
@@ -209,6 +212,35 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         terminalreporter.write_line(
             f"{not_run} baseline benchmark(s) belong to tests that did not run in this session (deselected or removed)"
         )
+
+
+MAX_NODEIDS = 6  # more undecided tests than this: their files are named instead
+
+
+def settle_by_ab_line(state) -> str | None:
+    """History mode: the command that decides its INCONCLUSIVE verdicts in one job, by A/B
+    against the commit the baseline's newest run was recorded at; None when there are none, or
+    that commit is unknown or was modified when recorded, or this is not a git checkout."""
+    import shlex
+
+    from pytest_tesserabench.ab import worktree
+
+    undecided = [i for i, v in state.all_verdicts().items() if v.status == "INCONCLUSIVE" and i in state.records]
+    commit = state.comparison.runs[-1].commit if state.comparison.runs else {}
+    sha = commit.get("sha")
+    if not undecided or not sha or commit.get("dirty"):
+        return None
+    here = worktree.has_commit(state.context.rootdir, sha)
+    if here is None:
+        return None
+    nodeids = list(dict.fromkeys(state.records[i].nodeid for i in undecided))
+    if len(nodeids) > MAX_NODEIDS:
+        nodeids = list(dict.fromkeys(n.split("::")[0] for n in nodeids))
+    fetch = "" if here else f" (this clone lacks that commit, a shallow clone's way: `git fetch origin {sha}` first)"
+    return (
+        f"{len(undecided)} INCONCLUSIVE: measure them beside the baseline's commit in one job, which "
+        f"cancels the machine's drift: pytest --bench-ab={sha[:12]} {' '.join(shlex.quote(n) for n in nodeids)}" + fetch
+    )
 
 
 def _write_ab_section(terminalreporter, state, width: int) -> None:

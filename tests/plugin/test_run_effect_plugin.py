@@ -180,3 +180,46 @@ def test_tesserabench_compare_judges_a_run_file_as_the_plugin_did(baseline, monk
             bench_id,
             text,
         )
+
+
+def _git(path, *args):
+    import subprocess
+
+    return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.mark.parametrize("recorded_on", ["a clean commit", "a modified checkout", "a commit this clone lacks"])
+def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytester, monkeypatch, recorded_on):
+    monkeypatch.setenv("COLUMNS", "250")
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    _git(pytester.path, "init", "-q")
+    _git(pytester.path, "add", "test_kernels.py")
+    _git(pytester.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "kernels")
+    sha = _git(pytester.path, "rev-parse", "HEAD")
+    if recorded_on == "a modified checkout":
+        (pytester.path / "test_kernels.py").write_text(WORKLOAD + "\n# edited\n")
+    for run, shift in enumerate((1.0, 1.03, 0.98)):
+        monkeypatch.setenv("RUN", str(run))
+        monkeypatch.setenv("SHIFT", str(shift))
+        pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=5)
+    if recorded_on == "a commit this clone lacks":  # as in a shallow CI clone
+        (path,) = (pytester.path / "baselines" / "main").glob("*.json")
+        path.write_text(path.read_text().replace(sha, "f" * 40))
+        sha = "f" * 40
+    monkeypatch.setenv("RUN", "99")
+    monkeypatch.setenv("SHIFT", "1.3")  # a, b, c are INCONCLUSIVE (as in the test above)
+    canary_reads(monkeypatch, 2.6)
+    result = pytester.runpytest("--bench-compare=main", "--bench-passes=1", *ARGS)
+    result.stdout.fnmatch_lines(["a * INCONCLUSIVE *"])
+    settle = "*INCONCLUSIVE: measure them beside the baseline's commit in one job*"
+    if recorded_on == "a modified checkout":  # the commit is not what was measured: no command
+        result.stdout.no_fnmatch_line(settle)
+        return
+    result.stdout.fnmatch_lines(
+        [
+            f"3 INCONCLUSIVE: measure them beside the baseline's commit in one job, which cancels the "
+            f"machine's drift: pytest --bench-ab={sha[:12]} 'test_kernels.py::test_work[[]a[]]' "
+            "'test_kernels.py::test_work[[]b[]]' 'test_kernels.py::test_work[[]c[]]'"
+            + (f" (this clone lacks that commit*git fetch origin {sha}* first)" if "lacks" in recorded_on else "")
+        ]
+    )
