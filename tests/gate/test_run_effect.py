@@ -92,6 +92,9 @@ def test_the_suite_wide_shift_fails_only_when_the_canary_does_not_explain_it():
     unchanged = runs(rng, 1, shared=0.0)
     _, _, measured = judge(baseline, unchanged)
     assert not run_effect.suite_shift(model, measured, quiet_canary, threshold=0.05, alpha=0.01).failed
+    # A canary faster than the baseline's never makes an unchanged suite slower: it only excuses.
+    fast_canary = math.log(2.0 / 1.25)
+    assert not run_effect.suite_shift(model, measured, fast_canary, threshold=0.05, alpha=0.01).failed
 
 
 def test_before_enough_benchmarks_are_measured_no_shift_is_assumed():
