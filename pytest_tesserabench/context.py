@@ -58,4 +58,5 @@ class RunContext:
             commit=self.commit if with_commit else {},
             started=self.started,
             canary_ms=list(self.canary_ms),
+            measured_order=list(records),  # (records come in the order their measurements ended)
         )

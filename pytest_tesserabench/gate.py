@@ -311,6 +311,25 @@ def record_summary(record: BenchRecord) -> tuple[float, float, int] | None:
     return float(centre), within, int(rounds.size)
 
 
+def passes_centre(pass_rounds_ms: list[list[float]]) -> float | None:
+    """The centre (log) of some passes of one benchmark, each given by its round medians (ms), as
+    record_summary combines them; None without rounds."""
+    positive = [[x for x in rounds if x > 0] for rounds in pass_rounds_ms]  # as measured_rounds
+    centres = [float(centre_of(np.log(np.asarray(r, dtype=float)))) for r in positive if r]
+    return float(_COMBINE_PASSES[PASS_CENTRE](centres)) if centres else None
+
+
+def earlier_passes_centre(record: BenchRecord) -> float | None:
+    """The centre (log) of a record's passes before its last: what the plugin knew of this
+    benchmark while the last pass judged the ones before it. None in one pass."""
+    counts = list(record.sampling.pass_rounds) if record.sampling is not None else []
+    rounds = record.measured_rounds
+    if len(counts) < 2 or sum(counts) > len(rounds):
+        return None
+    bounds = np.cumsum(counts[:-1])
+    return passes_centre([list(part) for part in np.split(np.asarray(rounds), bounds)[:-1]])
+
+
 def _run_summaries(records: list[BenchRecord], shifts: list[float] | None = None):
     """(centres, within-run variances, rounds) of the runs, each centre less its run's shift."""
     shifts = shifts or [0.0] * len(records)

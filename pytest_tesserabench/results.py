@@ -621,6 +621,9 @@ class RunDocument:
     commit: dict[str, Any] = field(default_factory=dict)
     started: str | None = None
     canary_ms: list[float] = field(default_factory=list)
+    # The ids in the order their measurements ended (the file's keys are sorted): history mode's
+    # shift for a benchmark comes from those measured before it, so judging the file again needs it.
+    measured_order: list[str] = field(default_factory=list)
     other: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self, *, samples: bool = True) -> dict:
@@ -632,6 +635,8 @@ class RunDocument:
             "canary_ms": list(self.canary_ms),
             "benchmarks": {i: r.to_json(samples=samples) for i, r in self.benchmarks.items()},
         }
+        if self.measured_order:
+            data["measured_order"] = list(self.measured_order)
         data.update(self.other)
         return _finite_or_none(data)
 
@@ -648,7 +653,7 @@ class RunDocument:
             i: replace(r, samples_ms=[], verdict=None, ab=None, kernels=[_baseline_kernel(k) for k in r.kernels])
             for i, r in self.benchmarks.items()
         }
-        return replace(self, benchmarks=benchmarks)
+        return replace(self, benchmarks=benchmarks, measured_order=[])  # (a history's runs are not judged again)
 
     @classmethod
     def from_json(cls, data: Any, where: str = "the run") -> RunDocument:
@@ -664,12 +669,16 @@ class RunDocument:
         for record_id, record in benchmarks.items():
             records[record_id] = BenchRecord.from_json(record_id, record, f"{where}, benchmark {record_id!r}")
         canary = _times(data.get("canary_ms", []), f"{where}.canary_ms")
-        known = ("schema", "benchmarks", "machine", "commit", "started", "canary_ms")
+        order = data.get("measured_order", [])  # (absent from files before 2026-11-22, and from baselines)
+        if order and (not isinstance(order, list) or sorted(map(str, order)) != sorted(records)):
+            raise _fail(f"{where}.measured_order", "expected a list of the file's benchmark ids, each once")
+        known = ("schema", "benchmarks", "machine", "commit", "started", "canary_ms", "measured_order")
         return cls(
             benchmarks=records,
             machine=_json_object(data.get("machine") or {}, f"{where}.machine"),
             commit=_json_object(data.get("commit") or {}, f"{where}.commit"),
             started=_text(data.get("started"), f"{where}.started", nullable=True),
             canary_ms=canary,
+            measured_order=list(order),
             other=_extra_keys(data, known, where),
         )

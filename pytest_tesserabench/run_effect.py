@@ -217,22 +217,36 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
     )
 
 
-def _judge_run(candidate, baseline_runs: list, config) -> dict:
+def run_suite_shift(candidate, baseline_runs: list, config) -> SuiteShift | None:
+    """The suite-wide shift of a run read from a file, as the plugin reported it at the end of
+    the run (every benchmark's centre, the canary of the start and the end)."""
     from pytest_tesserabench import gate
 
     model = fit_baseline(baseline_runs)
     if model is None:
-        return gate.compare_runs([candidate], baseline_runs, config)
+        return None
+    centres = {i: c for i, c in ((i, gate.log_centre(r)) for i, r in candidate.benchmarks.items()) if c is not None}
     canary = gate.canary_centre([candidate])
     log_canary = math.log(canary) if canary else None
-    measured: dict[str, float] = {}
-    if any(record.sampling is not None and record.sampling.passes > 1 for record in candidate.benchmarks.values()):
-        # Measured in interleaved passes: the plugin knew every benchmark's earlier passes
-        # before judging the first one; their centres in the file (all passes) stand in for them.
-        centres = ((i, gate.log_centre(r)) for i, r in candidate.benchmarks.items())
-        measured = {i: c for i, c in centres if c is not None}
+    return suite_shift(model, centres, log_canary, threshold=config.threshold, alpha=config.alpha)
+
+
+def _judge_run(candidate, baseline_runs: list, config) -> dict:
+    from pytest_tesserabench import gate, run_conditions
+
+    model = fit_baseline(baseline_runs)
+    if model is None:
+        return gate.compare_runs([candidate], baseline_runs, config)
+    # While judging, the plugin had the canary of the run's start only (the end's comes after).
+    start = [c for c in run_conditions.start_samples(candidate.canary_ms) if c > 0]
+    log_canary = math.log(float(np.median(start))) if start else None
+    # Measured in interleaved passes, the plugin knew every benchmark's earlier passes before its
+    # last pass judged the first one; the file keeps them (sampling.pass_rounds).
+    earlier = ((i, gate.earlier_passes_centre(r)) for i, r in candidate.benchmarks.items())
+    measured: dict[str, float] = {i: c for i, c in earlier if c is not None}
     shifts = {}
-    for bench_id, record in candidate.benchmarks.items():
+    for bench_id in candidate.measured_order or list(candidate.benchmarks):
+        record = candidate.benchmarks[bench_id]
         centre = gate.log_centre(record)
         if centre is not None:
             measured[bench_id] = centre

@@ -235,8 +235,10 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     sources = load_sources(args.runs, args.dir)
     old_runs = [run for source in sources[:-1] for run in source.runs]
     new_runs = sources[-1].runs
+    suite = None
     if len(new_runs) == 1:  # one run: judged as the plugin judged it (the run-effect model)
         verdicts = run_effect.compare_run(new_runs[0], old_runs, _gate_config(args))
+        suite = run_effect.run_suite_shift(new_runs[0], old_runs, _gate_config(args))
     else:
         verdicts = compare_runs(new_runs, old_runs, _gate_config(args))
     old_machine, new_machine = old_runs[-1].machine, new_runs[-1].machine
@@ -261,6 +263,8 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
         records=records,
         width=args.width,
     )
+    if suite is not None:
+        lines.append(Line(("FAILED: " if suite.failed else "") + suite.line(), "red" if suite.failed else None))
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
     regressed = [v for v in verdicts.values() if v.failed]
     for verdict in regressed:
@@ -273,7 +277,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     if args.csv is not None:
         files.write_atomic(args.csv, across_runs_csv(runs, labels, verdicts))
         print(f"wrote {len(runs)} run(s) as CSV rows to {args.csv}", file=err)
-    return EXIT_REGRESSED if regressed else EXIT_OK
+    return EXIT_REGRESSED if regressed or (suite is not None and suite.failed) else EXIT_OK
 
 
 # -- report ---------------------------------------------------------------------------------------------

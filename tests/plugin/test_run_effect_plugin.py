@@ -109,11 +109,16 @@ def test_a_regression_measured_on_a_shared_cpu_is_held_back(baseline, monkeypatc
     pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(held_back)
 
 
-def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch):
+def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch, capsys):
     monkeypatch.setenv("SHIFT", "1.3")  # the code got slower everywhere; the canary did not move
-    result = baseline.runpytest("--bench-compare=main", *ARGS)
-    result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks (canary +0.0%*does not explain it"])
+    result = baseline.runpytest("--bench-compare=main", "--bench-json=run.json", *ARGS)
+    failed = "FAILED: suite-wide shift +*% over 5 benchmarks (canary +0.0%*does not explain it"
+    result.stdout.fnmatch_lines([failed])
     assert result.ret == 1
+    # and so does `tesserabench compare` on the run's file
+    capsys.readouterr()
+    assert cli.main(["compare", "main", "run.json", "--dir", str(baseline.path / "baselines")]) == 1
+    pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines([failed])
 
 
 def test_a_suite_wide_slowdown_fails_the_run_even_when_no_single_test_fails(baseline, monkeypatch):
@@ -223,3 +228,32 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
             + (f" (this clone lacks that commit*git fetch origin {sha}* first)" if "lacks" in recorded_on else "")
         ]
     )
+
+
+@pytest.mark.parametrize("passes", ["1", "4"])
+def test_a_saved_run_judged_again_from_its_file_gets_the_plugins_verdicts(baseline, monkeypatch, passes):
+    # The case where order matters: in one pass a, b, c are judged before three others are
+    # measured (INCONCLUSIVE, the canary moved), d and e after (the shift removed); the file's
+    # keys are sorted, so the order comes from measured_order. In four passes the plugin knew the
+    # earlier passes only while judging; the file's pass_rounds give them back.
+    import json
+
+    from pytest_tesserabench import baseline as baselines
+    from pytest_tesserabench import gate, run_effect
+
+    monkeypatch.setenv("SHIFT", "1.3")
+    monkeypatch.setenv("SLOWER_a", "1.25")
+    canary_reads(monkeypatch, 2.6)
+    result = baseline.runpytest(  # measured in reverse id order: sorting the keys reorders them
+        "--bench-compare=main", f"--bench-passes={passes}", "--bench-json=run.json", "-p", "no:randomly",
+        "test_kernels.py::test_work[e]", "test_kernels.py::test_work[d]", "test_kernels.py::test_work[c]",
+        "test_kernels.py::test_work[b]", "test_kernels.py::test_work[a]", *ARGS,
+    )  # fmt: skip
+    data = json.loads((baseline.path / "run.json").read_text())
+    assert data["measured_order"] == [f"test_kernels.py::test_work[{n}]" for n in "edcba"]
+    in_run = {i: r["verdict"]["status"] for i, r in data["benchmarks"].items()}
+    assert len(set(in_run.values())) > 1, result.stdout.str()  # a mixed run, not a trivial one
+    (path,) = (baseline.path / "baselines" / "main").glob("*.json")
+    run = baselines.load_runs(baseline.path / "run.json")[0]
+    again = run_effect.compare_run(run, baselines.load_runs(path), gate.GateConfig())
+    assert {i: v.status for i, v in again.items()} == in_run
