@@ -201,7 +201,7 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         width=width,
     ):
         terminalreporter.write_line(line.text, **line.markup())
-    settle = settle_by_ab_line(state)
+    settle = settle_by_ab_line(state, terminalreporter.config)
     if settle:
         terminalreporter.write_line(settle, yellow=True)
     if state.suite is not None:
@@ -215,12 +215,19 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
 
 
 MAX_NODEIDS = 6  # more undecided tests than this: their files are named instead
+# Options of this run that the A/B run must be given too: how it measures and how it judges.
+CARRIED_OPTIONS = (
+    "--bench-threshold", "--bench-alpha", "--bench-max-time", "--bench-warmup", "--bench-min-rounds",
+    "--bench-target-ci", "--bench-settle-time", "--bench-timer", "--bench-arch",
+)  # fmt: skip
 
 
-def settle_by_ab_line(state) -> str | None:
+def settle_by_ab_line(state, config) -> str | None:
     """History mode: the command that decides its INCONCLUSIVE verdicts in one job, by A/B
-    against the commit the baseline's newest run was recorded at; None when there are none, or
-    that commit is unknown or was modified when recorded, or this is not a git checkout."""
+    against the commit the baseline's newest run was recorded at, to be run where this run was
+    (test paths relative to it, this run's measuring and judging options); None when there are
+    none, or this is not a git checkout."""
+    import os
     import shlex
 
     from pytest_tesserabench.ab import worktree
@@ -228,19 +235,44 @@ def settle_by_ab_line(state) -> str | None:
     undecided = [i for i, v in state.all_verdicts().items() if v.status == "INCONCLUSIVE" and i in state.records]
     commit = state.comparison.runs[-1].commit if state.comparison.runs else {}
     sha = commit.get("sha")
-    if not undecided or not sha or commit.get("dirty"):
+    if not undecided or not sha:
         return None
+    head = f"{len(undecided)} INCONCLUSIVE"
+    if commit.get("dirty"):
+        return (
+            f"{head}: the baseline's newest run was recorded on a modified checkout of {sha[:12]}, so there is "
+            "no commit to measure them beside in one job (--bench-ab=REF); record baselines on clean commits"
+        )
     here = worktree.has_commit(state.context.rootdir, sha)
     if here is None:
         return None
-    nodeids = list(dict.fromkeys(state.records[i].nodeid for i in undecided))
-    if len(nodeids) > MAX_NODEIDS:
-        nodeids = list(dict.fromkeys(n.split("::")[0] for n in nodeids))
+    where = config.invocation_params.dir
+    tests = []
+    for nodeid in dict.fromkeys(state.records[i].nodeid for i in undecided):
+        path, sep, rest = nodeid.partition("::")
+        tests.append(os.path.relpath(state.context.rootdir / path, where) + sep + rest)
+    if len(tests) > MAX_NODEIDS:
+        tests = list(dict.fromkeys(t.split("::")[0] for t in tests))
+    command = ["pytest", f"--bench-ab={sha[:12]}", *_carried(config.invocation_params.args), *tests]
     fetch = "" if here else f" (this clone lacks that commit, a shallow clone's way: `git fetch origin {sha}` first)"
     return (
-        f"{len(undecided)} INCONCLUSIVE: measure them beside the baseline's commit in one job, which "
-        f"cancels the machine's drift: pytest --bench-ab={sha[:12]} {' '.join(shlex.quote(n) for n in nodeids)}" + fetch
+        f"{head}: measure them beside the baseline's commit in one job, which cancels the machine's drift: "
+        + " ".join(shlex.quote(part) for part in command)
+        + fetch
     )
+
+
+def _carried(args) -> list[str]:
+    """This run's CARRIED_OPTIONS as `--name=value`, from its command line."""
+    carried, args = [], list(args)
+    for index, arg in enumerate(args):
+        name, equals, value = arg.partition("=")
+        if name not in CARRIED_OPTIONS:
+            continue
+        if not equals and index + 1 < len(args):
+            value = args[index + 1]
+        carried.append(f"{name}={value}")
+    return carried
 
 
 def _write_ab_section(terminalreporter, state, width: int) -> None:
@@ -258,9 +290,16 @@ def _write_ab_section(terminalreporter, state, width: int) -> None:
         paired=True,
     ):
         terminalreporter.write_line(line.text, **line.markup())
-    compared = [r for r in state.records.values() if r.ab and r.ab.get("decision")]
+    text = ab_counts_line(state.records.values())
+    if text:
+        terminalreporter.write_line(text)
+
+
+def ab_counts_line(records) -> str | None:
+    """How many benchmarks A/B compared, in how many pairs, and how settling went."""
+    compared = [r for r in records if r.ab and r.ab.get("decision")]
     if not compared:
-        return
+        return None
     pairs = sum(r.ab["decision"]["pairs"] for r in compared)
     processes = max(r.ab["decision"].get("processes", 1) for r in compared)
     over = f" from {processes} process pairs" if processes > 1 else ""
@@ -269,5 +308,7 @@ def _write_ab_section(terminalreporter, state, width: int) -> None:
     if settled:
         decided = sum(1 for r in settled if r.ab["decision"]["decided"])
         seconds = sum(r.ab["settle_s"] for r in settled)
-        text += f"; {len(settled)} needed settling ({seconds:.1f} s), {decided} of them then decided"
-    terminalreporter.write_line(text)
+        text += f"; {len(settled)} needed settling ({seconds:.1f} s), {decided} decided by it"
+        if decided < len(settled):  # (the rest judged by their interval when the budget ended)
+            text += f", {len(settled) - decided} judged when its budget ended"
+    return text

@@ -7,7 +7,7 @@ import pytest
 from pytest_tesserabench.report.comparison_table import comparison_lines
 from pytest_tesserabench.report.layout import ELLIPSIS, as_text, shorten_middle, shorten_unique
 from pytest_tesserabench.report.rows import group_records, relative_speeds, row_labels, sort_records
-from pytest_tesserabench.report.terminal import render_summary, summary_lines
+from pytest_tesserabench.report.terminal import ab_counts_line, render_summary, summary_lines
 from pytest_tesserabench.results import BenchRecord, Stats, Verdict
 
 
@@ -230,3 +230,20 @@ def test_a_group_of_one_is_titled_by_its_id_once():
 
     assert group_title("t.py::test_x", "t.py::test_x[R128-C1024]", []) == "t.py::test_x[R128-C1024]"
     assert group_title("t.py::test_x", "R128", []) == "t.py::test_x  (R128)"  # what rows share, beside the key
+
+
+def test_the_ab_counts_say_how_settling_went():
+    def record(i, settle_s=0.0, decided=True, ab=True):
+        decision = {"pairs": 12, "processes": 8, "decided": decided}
+        return BenchRecord(
+            nodeid=f"t.py::test[{i}]", name=None, group="t.py::test", timer="cpu", rounds_ms=[1.0], stats=None,
+            ab={"decision": decision, "settle_s": settle_s} if ab else None,
+        )  # fmt: skip
+
+    assert ab_counts_line([record(0, ab=False)]) is None  # nothing compared by A/B
+    line = ab_counts_line([record(1, 0.0, True), record(2, 2.0, True), record(3, 1.5, False)])
+    assert line == (
+        "A/B: 3 benchmark(s) compared in 36 pairs of blocks from 8 process pairs; 2 needed settling (3.5 s), "
+        "1 decided by it, 1 judged when its budget ended"
+    )
+    assert ab_counts_line([record(1, 2.0, True)]).endswith("1 needed settling (2.0 s), 1 decided by it")

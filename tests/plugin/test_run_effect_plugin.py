@@ -193,16 +193,20 @@ def _git(path, *args):
     return subprocess.run(["git", *args], cwd=path, check=True, capture_output=True, text=True).stdout.strip()
 
 
-@pytest.mark.parametrize("recorded_on", ["a clean commit", "a modified checkout", "a commit this clone lacks"])
+@pytest.mark.parametrize(
+    "recorded_on", ["a clean commit", "a modified checkout", "a commit this clone lacks", "run from a subdirectory"]
+)
 def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytester, monkeypatch, recorded_on):
-    monkeypatch.setenv("COLUMNS", "250")
-    pytester.makepyfile(test_kernels=WORKLOAD)
+    monkeypatch.setenv("COLUMNS", "300")
+    pytester.makeini("[pytest]\n")  # the rootdir, whichever directory pytest runs in
+    pytester.mkdir("sub")
+    (pytester.path / "sub" / "test_kernels.py").write_text(WORKLOAD)
     _git(pytester.path, "init", "-q")
-    _git(pytester.path, "add", "test_kernels.py")
+    _git(pytester.path, "add", "sub", "tox.ini")
     _git(pytester.path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "kernels")
     sha = _git(pytester.path, "rev-parse", "HEAD")
     if recorded_on == "a modified checkout":
-        (pytester.path / "test_kernels.py").write_text(WORKLOAD + "\n# edited\n")
+        (pytester.path / "sub" / "test_kernels.py").write_text(WORKLOAD + "\n# edited\n")
     for run, shift in enumerate((1.0, 1.03, 0.98)):
         monkeypatch.setenv("RUN", str(run))
         monkeypatch.setenv("SHIFT", str(shift))
@@ -211,20 +215,28 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
         (path,) = (pytester.path / "baselines" / "main").glob("*.json")
         path.write_text(path.read_text().replace(sha, "f" * 40))
         sha = "f" * 40
+    if recorded_on == "run from a subdirectory":
+        monkeypatch.chdir(pytester.path / "sub")
     monkeypatch.setenv("RUN", "99")
     monkeypatch.setenv("SHIFT", "1.3")  # a, b, c are INCONCLUSIVE (as in the test above)
     canary_reads(monkeypatch, 2.6)
-    result = pytester.runpytest("--bench-compare=main", "--bench-passes=1", *ARGS)
+    result = pytester.runpytest("--bench-compare=main", "--bench-passes", "1", "--bench-threshold", "6", *ARGS)
     result.stdout.fnmatch_lines(["a * INCONCLUSIVE *"])
-    settle = "*INCONCLUSIVE: measure them beside the baseline's commit in one job*"
     if recorded_on == "a modified checkout":  # the commit is not what was measured: no command
-        result.stdout.no_fnmatch_line(settle)
+        result.stdout.fnmatch_lines(
+            [f"3 INCONCLUSIVE: the baseline's newest run was recorded on a modified checkout of {sha[:12]}, *"]
+        )
+        result.stdout.no_fnmatch_line("*measure them beside the baseline's commit*")
         return
+    # this run's measuring and judging options carried (--bench-passes, --bench-compare are not),
+    # the tests as they are named from where pytest ran
+    path = "test_kernels.py" if recorded_on == "run from a subdirectory" else "sub/test_kernels.py"
     result.stdout.fnmatch_lines(
         [
             f"3 INCONCLUSIVE: measure them beside the baseline's commit in one job, which cancels the "
-            f"machine's drift: pytest --bench-ab={sha[:12]} 'test_kernels.py::test_work[[]a[]]' "
-            "'test_kernels.py::test_work[[]b[]]' 'test_kernels.py::test_work[[]c[]]'"
+            f"machine's drift: pytest --bench-ab={sha[:12]} --bench-threshold=6 --bench-max-time=0.15 "
+            f"--bench-warmup=0.02 --bench-min-rounds=8 '{path}::test_work[[]a[]]' '{path}::test_work[[]b[]]' "
+            f"'{path}::test_work[[]c[]]'"
             + (f" (this clone lacks that commit*git fetch origin {sha}* first)" if "lacks" in recorded_on else "")
         ]
     )
