@@ -147,14 +147,20 @@ class BaselineComparison:
             if record_id not in records and test in ran
         }
 
-    def suite_shift(self, measured: dict[str, float], canary: float | None):
-        """The whole run's shift (run_effect.SuiteShift), or None when the model does not apply."""
+    def suite_shift(self, measured: dict[str, float], canary: float | None, records=()):
+        """The whole run's shift (run_effect.SuiteShift), or None when the model does not apply;
+        ``records``: this run's, whose canaries before each benchmark say what the machine did."""
         from pytest_tesserabench import run_effect
 
         if self.model is None:
             return None
         return run_effect.suite_shift(
-            self.model, measured, canary, threshold=self.settings.threshold, alpha=self.settings.alpha
+            self.model,
+            measured,
+            canary,
+            threshold=self.settings.threshold,
+            alpha=self.settings.alpha,
+            canary_shift=run_effect.local_canary_shift(records, self.runs),
         )
 
     def not_run(self, ran: set[str]) -> int:

@@ -93,9 +93,10 @@ class Instruments:
 
     def local_canary(self) -> float | None:
         """The canary's median (ms) over a few samples, taken right before a measurement when the
-        run is compared (history or A/B): how fast the machine is at this moment. None otherwise."""
+        run is compared (history or A/B) or saved (a baseline's runs give the comparison its
+        reference): how fast the machine is at this moment. None otherwise."""
         settings = self.settings
-        if not (settings.compare or settings.ab) or settings.ab_serve:
+        if not (settings.compare or settings.ab or settings.save) or settings.ab_serve:
             return None
         import statistics
 

@@ -162,8 +162,33 @@ def _pct(log_value: float) -> str:
     return f"{math.expm1(log_value) * 100:+.1f}%"
 
 
+def local_canary_shift(records, baseline_runs: list) -> float | None:
+    """How much slower (log) the machine was while this run's benchmarks were measured than while
+    the baseline's were, by the canary timed right before each benchmark (median over the run,
+    then over the baseline's runs); None where either side has none (baselines saved before
+    2026-11-22). On the CI VM the start and end canaries caught the other speed state than the
+    benchmarks in whole runs (every benchmark +37%, the start canary +0%, the canaries before the
+    benchmarks +31%): only these describe the machine the benchmarks ran on."""
+
+    def centre(recs) -> float | None:
+        values = [math.log(r.canary_ms) for r in recs if r.canary_ms]
+        return float(np.median(values)) if values else None
+
+    here = centre(records)
+    theirs = [c for c in (centre(run.benchmarks.values()) for run in baseline_runs) if c is not None]
+    if here is None or not theirs:
+        return None
+    return here - float(np.median(theirs))
+
+
 def suite_shift(
-    model: BaselineModel, measured: dict[str, float], canary_centre: float | None, *, threshold: float, alpha: float
+    model: BaselineModel,
+    measured: dict[str, float],
+    canary_centre: float | None,
+    *,
+    threshold: float,
+    alpha: float,
+    canary_shift: float | None = None,
 ) -> SuiteShift | None:
     """The whole run's shift against the baseline; ``failed`` when it exceeds the threshold,
     significantly, beyond what the canary explains. The canary only excuses: a canary that ran
@@ -174,9 +199,9 @@ def suite_shift(
     if len(values) < MIN_BENCHMARKS:
         return None
     shift = float(np.median(values))
-    canary = None
-    if canary_centre is not None and model.canary_centre is not None:
-        canary = canary_centre - model.canary_centre
+    canary = canary_shift  # the canaries before the benchmarks, when both sides have them
+    if canary is None and canary_centre is not None and model.canary_centre is not None:
+        canary = canary_centre - model.canary_centre  # else the run's start and end
     unexplained = shift - max(canary or 0.0, 0.0)
     sd = math.sqrt(
         model.shift_sd**2 + MEDIAN_VARIANCE_FACTOR * max(model.residual_sd, 1e-4) ** 2 / len(values)
@@ -228,7 +253,8 @@ def run_suite_shift(candidate, baseline_runs: list, config) -> SuiteShift | None
     centres = {i: c for i, c in ((i, gate.log_centre(r)) for i, r in candidate.benchmarks.items()) if c is not None}
     canary = gate.canary_centre([candidate])
     log_canary = math.log(canary) if canary else None
-    return suite_shift(model, centres, log_canary, threshold=config.threshold, alpha=config.alpha)
+    local = local_canary_shift(candidate.benchmarks.values(), baseline_runs)
+    return suite_shift(model, centres, log_canary, threshold=config.threshold, alpha=config.alpha, canary_shift=local)
 
 
 def _judge_run(candidate, baseline_runs: list, config) -> dict:

@@ -113,7 +113,7 @@ class BenchSession:
         from pytest_tesserabench.gate import log_centre
 
         centres = {i: c for i, c in ((i, log_centre(r)) for i, r in self.records.items()) if c is not None}
-        return self.comparison.suite_shift(centres, self.context.log_canary())
+        return self.comparison.suite_shift(centres, self.context.log_canary(), self.records.values())
 
     def all_verdicts(self) -> dict[str, Verdict]:
         """Every verdict of the session (controller): those given per test, plus MISSING ones."""
