@@ -154,6 +154,7 @@ class BaselineComparison:
 
         if self.model is None:
             return None
+        records = list(records)
         return run_effect.suite_shift(
             self.model,
             measured,
@@ -161,6 +162,7 @@ class BaselineComparison:
             threshold=self.settings.threshold,
             alpha=self.settings.alpha,
             canary_shift=run_effect.local_canary_shift(records, self.runs),
+            pass_measured=run_effect.pass_measured(records),
         )
 
     def not_run(self, ran: set[str]) -> int:

@@ -319,6 +319,18 @@ def passes_centre(pass_rounds_ms: list[list[float]]) -> float | None:
     return float(_COMBINE_PASSES[PASS_CENTRE](centres)) if centres else None
 
 
+def pass_centres(record: BenchRecord) -> list[float]:
+    """The centre (log) of each of a record's interleaved passes, in order; one entry (the
+    run's centre) when it was measured in one pass; empty without rounds."""
+    counts = list(record.sampling.pass_rounds) if record.sampling is not None else []
+    rounds = record.measured_rounds
+    if len(counts) < 2 or sum(counts) > len(rounds):
+        centre = log_centre(record)
+        return [] if centre is None else [centre]
+    parts = np.split(np.asarray(rounds), np.cumsum(counts[:-1]))
+    return [c for c in (passes_centre([list(part)]) for part in parts) if c is not None]
+
+
 def earlier_passes_centre(record: BenchRecord) -> float | None:
     """The centre (log) of a record's passes before its last: what the plugin knew of this
     benchmark while the last pass judged the ones before it. None in one pass."""

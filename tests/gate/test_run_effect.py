@@ -110,6 +110,30 @@ def test_before_enough_benchmarks_are_measured_no_shift_is_assumed():
     assert run_effect.candidate_shift(model, three, IDS[0]).value == pytest.approx(math.log(1.3), abs=0.01)
 
 
+def test_the_suite_wide_shift_is_what_every_pass_and_most_benchmarks_show():
+    rng = np.random.default_rng(4)
+    baseline = runs(rng, 3, shared=0.005)
+    _, model, measured = judge(baseline, runs(rng, 1, shared=0.0))
+    quiet_canary = math.log(2.0)
+
+    def suite(pass_shifts, per_benchmark=None):
+        """Four passes, each every benchmark at its effect moved by the pass's shift (log)."""
+        passes = [{i: model.effects[i] + s + (per_benchmark or {}).get(i, 0.0) for i in IDS} for s in pass_shifts]
+        centres = {i: float(np.median([p[i] for p in passes])) for i in IDS}
+        return run_effect.suite_shift(model, centres, quiet_canary, threshold=0.05, alpha=0.01, pass_measured=passes)
+
+    slower_code = math.log(1.15)
+    assert suite([slower_code] * 4).failed  # a slower code shows in every pass
+    # the machine's slow state over two passes of four: the median of the passes reads +15% too
+    stretch = suite([math.log(1.3), math.log(1.3), 0.0, 0.0])
+    assert math.expm1(stretch.shift) > 0.14 and not stretch.failed
+    # two of six benchmarks regressed +25% and a third noisy +10%: the median reads +5.9%, not
+    # a slowdown of the suite
+    some = {IDS[0]: math.log(1.25), IDS[1]: math.log(1.25), IDS[2]: math.log(1.10), IDS[3]: 0.02}
+    assert not suite([0.0] * 4, some).failed
+    assert "three quarters of them at least" in stretch.line() and "in every pass" in stretch.line()
+
+
 def test_with_fewer_than_four_benchmarks_there_is_no_model():
     rng = np.random.default_rng(6)
     three = [RunDocument(benchmarks={i: r.benchmarks[i] for i in IDS[:3]}) for r in runs(rng, 3)]
