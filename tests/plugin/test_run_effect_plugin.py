@@ -130,7 +130,7 @@ def test_a_suite_wide_slowdown_fails_the_run_even_when_no_single_test_fails(base
     canary_reads(monkeypatch, 2.3)
     result = baseline.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=5)
-    result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks, * (canary +15.0%*does not explain it"])
+    result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks, *(canary +15.0%*does not explain it"])
     assert result.ret == 1
 
 
