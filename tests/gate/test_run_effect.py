@@ -150,19 +150,19 @@ def _passes_record(rounds_per_pass, speed_per_pass, level=1.0, extra=()):
 def test_a_speed_change_between_passes_moves_every_benchmark_alike():
     # The machine ran 1.5x slower in the first two of four passes. Adaptive stopping took 3 rounds
     # a pass of one benchmark there and 10 of another: the median of all rounds would read the
-    # first at full speed and the second slowed; the mean of the passes' centres reads both
-    # half-way (the median of the passes' centres), one shift shared by the run, which the
-    # run-effect model removes.
+    # first at full speed and the second slowed; the lowest of the passes' centres reads both at
+    # full speed (the median of the passes would read both half-way).
     slow_fast = (1.5, 1.5, 1.0, 1.0)
     few_slow = gate.log_centre(_passes_record((3, 3, 10, 10), slow_fast))
     many_slow = gate.log_centre(_passes_record((10, 10, 3, 3), slow_fast))
-    assert few_slow == pytest.approx(math.log(1.5) / 2) and many_slow == pytest.approx(math.log(1.5) / 2)
-    # A slow stretch that caught one pass of this benchmark alone is left out (the mean of the
-    # passes' centres would move it by a quarter of the stretch: drift of its own).
+    assert few_slow == pytest.approx(0.0) and many_slow == pytest.approx(0.0)
+    # A slow stretch that caught one pass, or three, of this benchmark alone is left out (the mean
+    # of the passes' centres would move it by a share of the stretch: drift of its own).
     assert gate.log_centre(_passes_record((5, 5, 5, 5), (1.0, 1.5, 1.0, 1.0))) == pytest.approx(0.0)
+    assert gate.log_centre(_passes_record((5, 5, 5, 5), (1.5, 1.5, 1.0, 1.5))) == pytest.approx(0.0)
     # Rounds settling added after the last pass are the last pass's.
-    settled = gate.log_centre(_passes_record((3, 3), (1.0, 2.0), extra=[2.0] * 5))
-    assert settled == pytest.approx(math.log(2.0) / 2)
+    settled = gate.pass_centres(_passes_record((3, 3), (1.0, 1.0), extra=[2.0] * 5))
+    assert settled == pytest.approx([0.0, math.log(2.0)])  # the last pass: 3 rounds at 1.0, 5 settled at 2.0
     # One pass (or no counts): the median of the rounds, as before.
     assert gate.log_centre(_passes_record((5,), (1.2,))) == pytest.approx(math.log(1.2))
 
