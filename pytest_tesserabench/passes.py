@@ -6,12 +6,11 @@ another job starts, a GPU heats up). Measured one after the other, each benchmar
 stretch of those states, so the run-effect model of history mode (one shift per run, shared by
 every benchmark) cannot remove them, and they read as drift between runs of each benchmark on its
 own. Measured in passes, every benchmark sees the same mixture of the run's states; the shift is
-then shared, and what is left is the benchmark's own. A stretch that catches one pass of one
-benchmark alone is left out by the gate's centre of the run, the median of the passes' centres
-(gate.record_summary). On the CI VM, whose speed steps every 1-3 s, that centre took the residual
-drift between runs of a four-pass baseline from 1.98% (mean of the passes) to 0.44%, and four
-passes caught +10% and +20% slowdowns more often than one (13/16 and 16/16 against 10/16 and
-10/16; docs/gate.md, "Interleaved passes", has every figure).
+then shared, and what is left is the benchmark's own. A stretch that catches some passes of a
+benchmark is left out by the gate's centre of the run, the lowest of the passes' centres
+(gate.record_summary). On the CI VM, whose speed steps every 1-3 s, the same kept runs of five
+gate runs judged by that centre caught +10% slowdowns 40/40 (29/40 by the median of the passes,
+17/40 by their mean); docs/gate.md, "Interleaved passes", has every figure.
 
 How: the earlier passes run each benchmark test through pytest's own protocol without reporting
 it (``runtestprotocol(log=False)``, as pytest-rerunfailures reruns tests): set-up, the first call,
