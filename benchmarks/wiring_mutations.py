@@ -297,6 +297,41 @@ MUTATIONS = (
         "                pass\n\n    def _settle",
         ("tests/plugin/test_run_effect_plugin.py",),
     ),
+    Mutation(
+        "offline compare: the run's conditions",
+        "pytest_tesserabench/run_effect.py",
+        "    return run_conditions.review(",
+        "    return verdicts\n    return run_conditions.review(",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "offline compare: the measuring order",
+        "pytest_tesserabench/run_effect.py",
+        "for bench_id in candidate.measured_order or list(candidate.benchmarks):",
+        "for bench_id in list(candidate.benchmarks):",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "the settle command is written",
+        TERMINAL,
+        "        terminalreporter.write_line(settle, yellow=True)",
+        "        pass",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "saving records the canaries before the benchmarks",
+        "pytest_tesserabench/instruments.py",
+        "if not (settings.compare or settings.ab or settings.save) or settings.ab_serve:",
+        "if not (settings.compare or settings.ab) or settings.ab_serve:",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "the suite-wide shift: every pass, most benchmarks",
+        "pytest_tesserabench/run_effect.py",
+        "    everywhere = min(float(np.percentile(p, 25)) for p in by_pass)",
+        "    everywhere = float(np.median(values))",
+        ("tests/gate/test_run_effect.py",),
+    ),
 )
 
 

@@ -14,6 +14,7 @@ from pytest_tesserabench import run_queue
 RUN = int(os.environ.get("RUN", "0"))
 SHIFT = float(os.environ.get("SHIFT", "1"))
 
+CALLS = {}  # name -> calls of its test so far in this process
 WAITED = [0]  # WAIT: the share of each call's wall clock spent waiting for a CPU (another process's)
 
 @pytest.fixture
@@ -31,6 +32,10 @@ def test_work(bench, name, fake_clock):
     scale = SHIFT * own * float(os.environ.get("SLOWER_" + name, "1"))
 
     wait = float(os.environ.get("WAIT", "0"))
+
+    CALLS[name] = CALLS.get(name, 0) + 1  # which pass this is (each pass calls the test again)
+    if str(CALLS[name]) in os.environ.get("SLOW_PASSES", "").split(","):
+        scale *= 1.3  # the machine's slow state over this pass
 
     def kernel():
         ran = int(2e6 * scale * (1 + rng.gauss(0, 0.01)))
@@ -166,6 +171,18 @@ def test_a_whole_run_in_a_slower_machine_state_does_not_fail_when_the_canaries_b
     result = baseline.runpytest("--bench-compare=main", "--bench-json=run.json", *ARGS)
     result.stdout.fnmatch_lines(["suite-wide shift +3?.?% over 5 benchmarks, * (canary +37.0%*"])
     assert "FAILED: suite-wide" not in result.stdout.str() and result.ret == 0
+
+
+def test_a_slow_stretch_over_some_passes_is_not_a_suite_wide_slowdown(baseline, monkeypatch):
+    # every benchmark 1.3x slower in passes 1 and 2 of 4 (the canary, timed before each benchmark
+    # in the last pass, saw nothing); a slower code would slow every pass
+    monkeypatch.setenv("SLOW_PASSES", "1,2")
+    result = baseline.runpytest("--bench-compare=main", "--bench-passes=4", *ARGS)
+    result.stdout.fnmatch_lines(["suite-wide shift * over 5 benchmarks, three quarters of them at least *"])
+    assert "FAILED: suite-wide" not in result.stdout.str() and result.ret == 0
+    monkeypatch.setenv("SLOW_PASSES", "1,2,3,4")
+    result = baseline.runpytest("--bench-compare=main", "--bench-passes=4", *ARGS)
+    result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks, *does not explain it"])
 
 
 def test_a_machine_that_got_faster_during_the_run_is_not_said(baseline, monkeypatch):
