@@ -45,6 +45,7 @@ from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
 
 SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
 MIN_RECOMMENDED_HISTORY = 3
+SHIFT_NOTE = "this run's shared shift"  # how a verdict's note begins when the run's shift was removed
 # A run's centre is the median of its log round medians. The lower quartile (timing noise only adds
 # time) was tried on the CI VM (docs/gate.md, "Measured on a real machine") and did not separate
 # better there, while it costs power under symmetric noise (variance factor 1.86 against 1.57).
@@ -300,18 +301,27 @@ def record_summary(record: BenchRecord) -> tuple[float, float, int] | None:
     rounds = _log_rounds(record)
     if not rounds.size:
         return None
-    counts = list(record.sampling.pass_rounds) if record.sampling is not None else []
-    if len(counts) < 2 or sum(counts) > rounds.size:
+    split = _passes_of(record)
+    if split is None:
         centre, within, n = summarise_rounds(rounds)
         return float(centre), float(within), int(n)
-    bounds = np.cumsum(counts[:-1])  # rounds settling added after the last pass belong to it
-    passes = [part for part in np.split(rounds, bounds) if part.size]
+    passes = [np.log(part) for part in split if part.size]
     summaries = [summarise_rounds(part) for part in passes]
     weights = np.array([max(part.size - 1, 0) for part in passes], dtype=float)
     within_by_pass = np.array([float(w) for _, w, _ in summaries])
     within = float((weights * within_by_pass).sum() / weights.sum()) if weights.sum() > 0 else 0.0
     centre = _COMBINE_PASSES[PASS_CENTRE]([float(c) for c, _, _ in summaries])
     return float(centre), within, int(rounds.size)
+
+
+def _passes_of(record: BenchRecord) -> list[np.ndarray] | None:
+    """The record's round medians (ms, positive) split into its interleaved passes, in order;
+    None when it was measured in one pass (or its counts do not fit its rounds)."""
+    counts = list(record.sampling.pass_rounds) if record.sampling is not None else []
+    rounds = np.asarray(record.measured_rounds, dtype=float)
+    if len(counts) < 2 or sum(counts) > rounds.size:
+        return None
+    return np.split(rounds, np.cumsum(counts[:-1]))  # rounds settling added after the last pass are its
 
 
 def passes_centre(pass_rounds_ms: list[list[float]]) -> float | None:
@@ -325,24 +335,18 @@ def passes_centre(pass_rounds_ms: list[list[float]]) -> float | None:
 def pass_centres(record: BenchRecord) -> list[float]:
     """The centre (log) of each of a record's interleaved passes, in order; one entry (the
     run's centre) when it was measured in one pass; empty without rounds."""
-    counts = list(record.sampling.pass_rounds) if record.sampling is not None else []
-    rounds = record.measured_rounds
-    if len(counts) < 2 or sum(counts) > len(rounds):
+    split = _passes_of(record)
+    if split is None:
         centre = log_centre(record)
         return [] if centre is None else [centre]
-    parts = np.split(np.asarray(rounds), np.cumsum(counts[:-1]))
-    return [c for c in (passes_centre([list(part)]) for part in parts) if c is not None]
+    return [c for c in (passes_centre([list(part)]) for part in split) if c is not None]
 
 
 def earlier_passes_centre(record: BenchRecord) -> float | None:
     """The centre (log) of a record's passes before its last: what the plugin knew of this
     benchmark while the last pass judged the ones before it. None in one pass."""
-    counts = list(record.sampling.pass_rounds) if record.sampling is not None else []
-    rounds = record.measured_rounds
-    if len(counts) < 2 or sum(counts) > len(rounds):
-        return None
-    bounds = np.cumsum(counts[:-1])
-    return passes_centre([list(part) for part in np.split(np.asarray(rounds), bounds)[:-1]])
+    split = _passes_of(record)
+    return None if split is None else passes_centre([list(part) for part in split[:-1]])
 
 
 def _run_summaries(records: list[BenchRecord], shifts: list[float] | None = None):
@@ -576,9 +580,7 @@ def compare_runs(
             if ratio:
                 notes.append(f"normalised by the canary ratio {ratio:.3f}")
             if run_shift is not None and abs(run_shift.value) >= 0.01:
-                notes.append(
-                    f"this run's shared shift {math.expm1(run_shift.value) * 100:+.1f}% removed ({run_shift.source})"
-                )
+                notes.append(f"{SHIFT_NOTE} {math.expm1(run_shift.value) * 100:+.1f}% removed ({run_shift.source})")
             elif run_shift is not None and run_shift.canary_moved:
                 notes.append(f"no shared shift removed: {run_shift.source}")
             severity = severity_of(r) if status == "REGRESSED" else None

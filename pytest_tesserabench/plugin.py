@@ -710,7 +710,9 @@ class SessionHooks:
 def _with_shift(verdict) -> str:
     """The verdict's line, and the run's shared shift when one was removed: without it the change
     reads as a contradiction of the two times beside it (592 us -> 755 us, +0.0%)."""
-    shift = next((note for note in verdict.notes if note.startswith("this run's shared shift")), None)
+    from pytest_tesserabench.gate import SHIFT_NOTE
+
+    shift = next((note for note in verdict.notes if note.startswith(SHIFT_NOTE)), None)
     return f"{verdict.line()} ({shift})" if shift else verdict.line()
 
 
