@@ -147,22 +147,15 @@ class BaselineComparison:
             if record_id not in records and test in ran
         }
 
-    def suite_shift(self, measured: dict[str, float], canary: float | None, records=()):
-        """The whole run's shift (run_effect.SuiteShift), or None when the model does not apply;
-        ``records``: this run's, whose canaries before each benchmark say what the machine did."""
+    def suite_shift(self, records, canary: float | None):
+        """The whole run's shift (run_effect.SuiteShift) from this run's ``records``, or None when
+        the model does not apply."""
         from pytest_tesserabench import run_effect
 
         if self.model is None:
             return None
-        records = list(records)
-        return run_effect.suite_shift(
-            self.model,
-            measured,
-            canary,
-            threshold=self.settings.threshold,
-            alpha=self.settings.alpha,
-            canary_shift=run_effect.local_canary_shift(records, self.runs),
-            pass_measured=run_effect.pass_measured(records),
+        return run_effect.records_suite_shift(
+            self.model, records, canary, self.runs, threshold=self.settings.threshold, alpha=self.settings.alpha
         )
 
     def not_run(self, ran: set[str]) -> int:

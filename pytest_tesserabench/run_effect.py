@@ -146,8 +146,8 @@ class SuiteShift:
     p_value: float  # one-sided, "slower than the canary explains"
     benchmarks: int
     failed: bool
-    everywhere: float = 0.0  # log: what three quarters of the benchmarks showed in every pass
-    passes: int = 1
+    everywhere: float  # log: what three quarters of the benchmarks showed in every pass
+    passes: int
 
     def line(self) -> str:
         pct = _pct(self.shift)
@@ -280,16 +280,32 @@ def run_suite_shift(candidate, baseline_runs: list, config) -> SuiteShift | None
     model = fit_baseline(baseline_runs)
     if model is None:
         return None
-    centres = {i: c for i, c in ((i, gate.log_centre(r)) for i, r in candidate.benchmarks.items()) if c is not None}
     canary = gate.canary_centre([candidate])
-    log_canary = math.log(canary) if canary else None
-    records = list(candidate.benchmarks.values())
+    return records_suite_shift(
+        model,
+        candidate.benchmarks.values(),
+        math.log(canary) if canary else None,
+        baseline_runs,
+        threshold=config.threshold,
+        alpha=config.alpha,
+    )
+
+
+def records_suite_shift(
+    model: BaselineModel, records, canary_centre: float | None, baseline_runs: list, *, threshold: float, alpha: float
+) -> SuiteShift | None:
+    """suite_shift of a run's records: their centres, their passes and the canaries timed before
+    them (the plugin at the end of a run, and `tesserabench compare` on its file)."""
+    from pytest_tesserabench import gate
+
+    records = list(records)
+    centres = {r.id: c for r, c in ((r, gate.log_centre(r)) for r in records) if c is not None}
     return suite_shift(
         model,
         centres,
-        log_canary,
-        threshold=config.threshold,
-        alpha=config.alpha,
+        canary_centre,
+        threshold=threshold,
+        alpha=alpha,
         canary_shift=local_canary_shift(records, baseline_runs),
         pass_measured=pass_measured(records),
     )

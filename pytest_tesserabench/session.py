@@ -110,10 +110,7 @@ class BenchSession:
         """The run's suite-wide shift against the baseline (controller: every record), or None."""
         if self.comparison is None:
             return None
-        from pytest_tesserabench.gate import log_centre
-
-        centres = {i: c for i, c in ((i, log_centre(r)) for i, r in self.records.items()) if c is not None}
-        return self.comparison.suite_shift(centres, self.context.log_canary(), self.records.values())
+        return self.comparison.suite_shift(self.records.values(), self.context.log_canary())
 
     def all_verdicts(self) -> dict[str, Verdict]:
         """Every verdict of the session (controller): those given per test, plus MISSING ones."""
