@@ -173,3 +173,15 @@ def test_pass_rounds_that_are_not_counts_name_the_field():
     data = {"timer": "cpu", "rounds_ms": [1.0], "sampling": {"pass_rounds": "3,3"}}
     with pytest.raises(DocumentError, match=r"sampling\.pass_rounds.*expected a list of round counts"):
         RunDocument.from_json({"benchmarks": {"t.py::test": data}})
+
+
+@pytest.mark.parametrize("order", ["t.py::a", ["t.py::a"], ["t.py::a", "t.py::b", "t.py::b"], ["t.py::a", "t.py::c"]])
+def test_a_measured_order_that_is_not_the_files_ids_names_the_field(order):
+    from pytest_tesserabench.results import DocumentError
+
+    record = {"timer": "cpu", "rounds_ms": [1.0]}
+    data = {"benchmarks": {"t.py::a": record, "t.py::b": record}, "measured_order": order}
+    with pytest.raises(DocumentError, match=r"measured_order: expected a list of the file's benchmark ids, each once"):
+        RunDocument.from_json(data)
+    data["measured_order"] = ["t.py::b", "t.py::a"]  # any order of them all is the file's
+    assert RunDocument.from_json(data).measured_order == ["t.py::b", "t.py::a"]

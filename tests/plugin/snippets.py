@@ -13,8 +13,18 @@ def fake_clock(monkeypatch):
     return now
 """
 
+# A Triton vector add, as a user writes one (needs `triton` and `triton.language as tl`).
+ADD_KERNEL = """
+@triton.jit
+def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+"""
+
 # A Triton kernel run by bench(): in Triton's CPU interpreter where no GPU is present.
-TRITON_WORKLOAD = """
+TRITON_WORKLOAD = (
+    """
 import time
 import torch
 import triton
@@ -22,13 +32,9 @@ import triton.language as tl
 
 DELAY = 0.0
 
-
-@triton.jit
-def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
+"""
+    + ADD_KERNEL
+    + """
 
 def add(x, y):
     time.sleep(DELAY)
@@ -40,3 +46,4 @@ def add(x, y):
 def test_add(bench):
     bench(add, torch.randn(1024), torch.randn(1024))
 """
+)

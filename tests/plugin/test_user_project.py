@@ -5,24 +5,22 @@ import json
 import os
 
 import pytest
+from snippets import ADD_KERNEL
 
 from pytest_tesserabench import machine
 
 pytest.importorskip("triton")
 pytestmark = pytest.mark.skipif(machine.gpu_plausibly_present(), reason="the no-GPU path: needs a machine without one")
 
-KERNELS = """
+KERNELS = (
+    """
 import torch
 import triton
 import triton.language as tl
 
-
-@triton.jit
-def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
-    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offsets < n
-    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask), mask=mask)
-
+"""
+    + ADD_KERNEL
+    + """
 
 def add(x, y):
     out = torch.empty_like(x)
@@ -50,6 +48,7 @@ def scale(x, factor):
     _scale_kernel[lambda meta: (triton.cdiv(x.numel(), meta["BLOCK"]),)](x, out, x.numel(), factor)
     return out
 """
+)
 
 TESTS = """
 import torch
