@@ -146,16 +146,31 @@ def _burn() -> None:
         x = (x * 1103515245 + 12345) % 2**31
 
 
+def _stream() -> None:
+    """A neighbour that also takes the caches and memory bandwidth (as a build or a test suite
+    does): copies between two 64 MiB arrays, far past any last-level cache."""
+    import numpy as np
+
+    a, b = np.ones(8 << 20), np.empty(8 << 20)
+    while True:
+        np.copyto(b, a)
+        np.copyto(a, b)
+
+
+LOAD_KINDS = {"spin": _burn, "memory": _stream}
+
+
 class Load:
     """Busy processes, one per core: a benchmark then shares its core with one of them."""
 
-    def __init__(self, processes: int):
+    def __init__(self, processes: int, kind: str = "spin"):
         self.processes = processes
+        self.target = LOAD_KINDS[kind]
         self.workers: list[multiprocessing.Process] = []
 
     def __enter__(self):
         for _ in range(self.processes):
-            worker = multiprocessing.Process(target=_burn, daemon=True)
+            worker = multiprocessing.Process(target=self.target, daemon=True)
             worker.start()
             self.workers.append(worker)
         time.sleep(0.5)
@@ -215,6 +230,12 @@ def main() -> int:
     )
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "tesserabench-gate-real")
     parser.add_argument("--load", type=int, default=os.cpu_count() or 2, help="busy processes in the loaded condition")
+    parser.add_argument(
+        "--load-kind",
+        choices=sorted(LOAD_KINDS),
+        default="spin",
+        help="what the busy processes do: spin (arithmetic in registers) or memory (stream through 128 MiB)",
+    )
     parser.add_argument("--baseline-runs", type=int, default=3, help="history mode: runs saved into the baseline")
     parser.add_argument("--quick", action="store_true", help="short budgets (mechanics only, not evidence)")
     parser.add_argument("--json", type=Path, help="write every outcome here")
@@ -263,7 +284,7 @@ def main() -> int:
                     checkout(repo, version)
                     out = args.work / "out.json"
                     out.unlink(missing_ok=True)
-                    load = Load(args.load if condition == "loaded" else 0)
+                    load = Load(args.load if condition == "loaded" else 0, args.load_kind)
                     began = time.time()
                     with load:
                         if mode == "history":
@@ -315,7 +336,7 @@ def report(outcomes, args) -> None:
     print(
         f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, Python "
         f"{platform.python_version()}; {args.reps} candidate run(s) per version, mode and condition; "
-        f"loaded = {args.load} busy process(es); baselines recorded quiet"
+        f"loaded = {args.load} busy process(es) ({getattr(args, 'load_kind', 'spin')}); baselines recorded quiet"
     )
     print(
         "\n| condition | mode | false alarms (unchanged) | +5% caught | +10% caught | +20% caught "

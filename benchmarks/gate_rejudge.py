@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gate_real  # noqa: E402  (its table)
 
-from pytest_tesserabench import baseline, gate, run_effect  # noqa: E402
+from pytest_tesserabench import baseline, gate, neighbours, run_effect, run_queue  # noqa: E402
 
 BASELINE_OF_MODE = {"history": "main", "history-1pass": "onepass", "history-first3": "first3"}
 
@@ -28,6 +28,13 @@ BASELINE_OF_MODE = {"history": "main", "history-1pass": "onepass", "history-firs
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kept", type=Path, help="the folder gate_real.py --keep wrote")
+    parser.add_argument("--centres", default=",".join(gate._COMBINE_PASSES), help="the pass-combining rules to try")
+    parser.add_argument(
+        "--shared-cpu-rules",
+        default="plugin",
+        help="comma list of what holds a regression back as timed on a shared CPU: plugin (as the plugin "
+        "does), wait (the run-queue wait only), neighbours (busy processes beside it only), none",
+    )
     args = parser.parse_args()
     candidates = sorted(p for p in args.kept.glob("*.json"))
     if not candidates:
@@ -35,8 +42,13 @@ def main() -> int:
         return 2
     config = gate.GateConfig()
     reps = 0
-    for rule in gate._COMBINE_PASSES:
+    plugin_rules = {"wait": run_queue.SHARED, "neighbours": neighbours.SHARED_CPUS}
+    settings = [(rule, held) for rule in args.centres.split(",") for held in args.shared_cpu_rules.split(",")]
+    for rule, held in settings:
         gate.PASS_CENTRE = rule
+        never = float("inf")
+        run_queue.SHARED = plugin_rules["wait"] if held in ("plugin", "wait") else never
+        neighbours.SHARED_CPUS = plugin_rules["neighbours"] if held in ("plugin", "neighbours") else never
         outcomes = []
         for path in candidates:
             condition, rest = path.stem.split("-", 1)
@@ -49,8 +61,8 @@ def main() -> int:
             for bench_id, verdict in verdicts.items():
                 workload = bench_id.split("[")[-1].rstrip("]")
                 outcomes.append((condition, mode, version, workload, verdict.status))
-        print(f"\n## run centre: the {rule} of the passes' centres")
-        gate_real.report(outcomes, argparse.Namespace(reps=reps, load="?"))
+        print(f"\n## run centre: the {rule} of the passes' centres; shared-CPU rules: {held}")
+        gate_real.report(outcomes, argparse.Namespace(reps=reps, load="?", load_kind="?"))
         for mode, name in BASELINE_OF_MODE.items():
             model = run_effect.fit_baseline(_baseline_runs(args.kept, name)) if _has(args.kept, name) else None
             if model is not None:

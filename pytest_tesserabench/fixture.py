@@ -206,6 +206,8 @@ class Bench:
                 stop=m.stop_reason,
                 elapsed_s=m.elapsed_s,
                 run_queue_wait_s=m.run_queue_wait_s,
+                others_cpu_s=m.others_cpu_s,
+                others_wall_s=m.others_wall_s,
                 passes=m.passes,
                 pass_rounds=tuple(m.pass_rounds),
             ),

@@ -247,6 +247,8 @@ class Sampling:
     elapsed_s: float = 0.0
     settle_s: float = 0.0  # extra measuring an INCONCLUSIVE verdict took to settle
     run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
+    others_cpu_s: float = 0.0  # CPU time other processes used while the rounds were timed (neighbours)
+    others_wall_s: float = 0.0  # the wall time of those rounds
     passes: int = 1  # interleaved passes over the suite the rounds were taken in
     pass_rounds: tuple[int, ...] = ()  # rounds per pass, in order (several passes; settling adds to the last)
 
@@ -267,6 +269,12 @@ class Sampling:
             settle_s=_number(data.get("settle_s", 0.0), f"{where}.settle_s", nullable=False, low=0.0, high=1e9),
             run_queue_wait_s=_number(
                 data.get("run_queue_wait_s", 0.0), f"{where}.run_queue_wait_s", nullable=False, low=0.0, high=1e9
+            ),
+            others_cpu_s=_number(
+                data.get("others_cpu_s", 0.0), f"{where}.others_cpu_s", nullable=False, low=-1e9, high=1e9
+            ),
+            others_wall_s=_number(
+                data.get("others_wall_s", 0.0), f"{where}.others_wall_s", nullable=False, low=0.0, high=1e9
             ),
             passes=_count(data.get("passes", 1), f"{where}.passes"),
             pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
@@ -480,6 +488,13 @@ class BenchRecord:
             return 0.0, 0.0
         waited = self.sampling.run_queue_wait_s
         return waited, waited + sum(self.samples_ms) * self.sampling.inner_loops / 1e3
+
+    def others_cpus(self) -> float:
+        """How many CPUs' worth of other processes' work ran while the rounds were timed (see
+        neighbours); 0 where that is unknown."""
+        if self.sampling is None or self.sampling.others_wall_s <= 0:
+            return 0.0
+        return max(self.sampling.others_cpu_s, 0.0) / self.sampling.others_wall_s
 
     @property
     def measured_rounds(self) -> list[float]:

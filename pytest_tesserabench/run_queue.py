@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 _SCHEDSTAT = "/proc/thread-self/schedstat"
 # Below this share of the timed wall clock, waiting for a CPU is ordinary scheduling; above it the
-# CPU was shared with other work (the summary says so; history mode holds back a regression).
+# CPU was shared with other work (the summary says so, and a regression's verdict).
 SHARED = 0.05
 
 

@@ -74,6 +74,8 @@ class Measurement:
     samples_per_round: int = 1
     elapsed_s: float = 0.0
     run_queue_wait_s: float = 0.0  # waiting for a CPU, left out of the samples (see run_queue)
+    others_cpu_s: float = 0.0  # CPU time other processes used during the rounds (see neighbours)
+    others_wall_s: float = 0.0  # the wall time of those rounds
     passes: int = 1  # interleaved passes over the suite its rounds come from (see passes.py)
     pass_rounds: list[int] = field(default_factory=list)  # rounds per pass, when several
 
@@ -122,9 +124,13 @@ def warm_up(
 
 def _timed_round(timer: Timer, plan: Plan, into: Measurement) -> list[float]:
     """The samples of one round; the time they left out waiting for a CPU goes into ``into``."""
-    waited_ns = getattr(timer, "run_queue_wait_ns", 0)  # CPU timers count it; device timers need not
+    counted = ("run_queue_wait_ns", "others_cpu_ns", "others_wall_ns")  # CPU timers count them; device timers need not
+    before = [getattr(timer, name, 0) for name in counted]
     samples = timer.round(plan.samples_per_round)
-    into.run_queue_wait_s += (getattr(timer, "run_queue_wait_ns", 0) - waited_ns) / 1e9
+    waited, others_cpu, others_wall = ((getattr(timer, name, 0) - b) / 1e9 for name, b in zip(counted, before))
+    into.run_queue_wait_s += waited
+    into.others_cpu_s += others_cpu
+    into.others_wall_s += others_wall
     return samples
 
 

@@ -4,7 +4,8 @@ A timer owns a zero-argument ``call`` and answers ``round(samples)``: that many 
 milliseconds per call, with the device synchronised once at the end of the round.
 
 - ``CpuTimer``: perf_counter_ns around a calibrated inner loop, garbage collector off, less the
-  time the thread waited for a CPU (``run_queue``: another process took it).
+  time the thread waited for a CPU (``run_queue``: another process took it); the CPU other
+  processes used meanwhile is counted too (``neighbours``), for the gate to know the machine was shared.
 - ``CudaEventTimer``: CUDA events around each repetition; the L2 cache is flushed before each
   repetition by writing a buffer twice the L2 size, outside the timed window.
 - ``CudaGraphTimer``: the repetitions (flushes included) are captured in a CUDA graph and replayed;
@@ -20,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pytest_tesserabench import run_queue
+from pytest_tesserabench import neighbours, run_queue
 
 Call = Callable[[], Any]
 
@@ -39,6 +40,8 @@ class CpuTimer:
         self.name = label  # "cpu", or "interpreter" for Triton kernels run by the interpreter
         self.inner = 1
         self.run_queue_wait_ns = 0  # left out of the samples so far: time spent waiting for a CPU
+        self.others_cpu_ns = 0  # CPU time other processes used during the rounds so far
+        self.others_wall_ns = 0  # ... and those rounds' wall time
 
     def time_once(self) -> float:
         """One untimed-looking warm-up call; returns its duration in seconds."""
@@ -55,9 +58,11 @@ class CpuTimer:
         loop = range(inner)
         clock = time.perf_counter_ns
         waited, close = run_queue.wait_clock()
+        others, close_others = neighbours.others_clock()
         out = []
         gc_was_enabled = gc.isenabled()
         gc.disable()  # a collection inside a sample would be billed to the kernel
+        others_cpu, others_wall = others()
         try:
             for _ in range(samples):
                 # The wait is read inside the timed window: a preemption between a read and the
@@ -70,6 +75,10 @@ class CpuTimer:
                 out.append((clock() - t0 - wait) / inner / 1e6)
                 self.run_queue_wait_ns += wait
         finally:
+            cpu, wall = others()
+            self.others_cpu_ns += cpu - others_cpu
+            self.others_wall_ns += wall - others_wall
+            close_others()
             close()
             if gc_was_enabled:
                 gc.enable()

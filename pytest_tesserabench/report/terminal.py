@@ -91,22 +91,27 @@ def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line
 
 
 def cpu_sharing_line(records) -> str | None:
-    """A line when the CPU-timed benchmarks waited for a CPU for a notable share of their timed wall
-    clock: that wait is not in their figures, but the machine was shared, which shows elsewhere
-    (caches, memory bandwidth, a busy SMT sibling)."""
-    from pytest_tesserabench import run_queue
+    """A line when other processes shared the CPU the CPU-timed benchmarks ran on: they took it
+    for a notable share of the timed wall clock (that wait is not in the figures), or kept other
+    CPUs busy beside it; either way they share caches, memory bandwidth, a busy SMT sibling."""
+    from pytest_tesserabench import neighbours, run_queue
 
-    waited = timed = 0.0
-    for record in records:
-        record_waited, record_timed = record.cpu_wait()
-        waited += record_waited
-        timed += record_timed
-    if timed <= 0 or waited / timed < run_queue.SHARED:
-        return None
-    return (
-        f"the CPU was shared: the timing thread waited for it {waited:.1f} s ({waited / timed:.0%} of the timed wall "
-        f"clock), left out of the figures; other processes still share caches and memory bandwidth"
-    )
+    records = list(records)
+    waited = sum(record.cpu_wait()[0] for record in records)
+    timed = sum(record.cpu_wait()[1] for record in records)
+    if timed > 0 and waited / timed >= run_queue.SHARED:
+        return (
+            f"the CPU was shared: the timing thread waited for it {waited:.1f} s ({waited / timed:.0%} of the timed "
+            f"wall clock), left out of the figures; other processes still share caches and memory bandwidth"
+        )
+    others_wall = sum(record.sampling.others_wall_s for record in records if record.sampling is not None)
+    others_cpu = sum(record.others_cpus() * record.sampling.others_wall_s for record in records if record.sampling)
+    if others_wall > 0 and others_cpu / others_wall >= neighbours.SHARED_CPUS:
+        return (
+            f"the CPU was shared: other processes kept {others_cpu / others_wall:.1f} CPUs busy while the benchmarks "
+            f"were timed; they share caches, memory bandwidth and SMT siblings with them"
+        )
+    return None
 
 
 def render_summary(records, **kwargs) -> str:

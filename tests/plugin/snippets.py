@@ -3,13 +3,17 @@ test files)."""
 
 # A fake CPU-timer clock: a kernel advances it by what it "takes", so figures and verdicts do not
 # depend on how busy the machine is; the wait for a CPU reads 0 (a real one would be subtracted
-# from fake samples). Needs `time`, `pytest` and `from pytest_tesserabench import run_queue`.
+# from fake samples), and no neighbours are seen (the other xdist worker would add notes).
+# Needs `time`, `pytest` and `from pytest_tesserabench import run_queue`.
 FAKE_CLOCK = """
 @pytest.fixture
 def fake_clock(monkeypatch):
+    from pytest_tesserabench import neighbours
+
     now = [0]
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
     monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
+    monkeypatch.setattr(neighbours, "others_clock", neighbours.unavailable)
     return now
 """
 

@@ -9,7 +9,7 @@ from pytest_tesserabench import canary, cli
 # change of its own); 1% round noise and 0.3% of benchmark-own drift, seeded per run.
 WORKLOAD = """
 import os, random, time, pytest
-from pytest_tesserabench import run_queue
+from pytest_tesserabench import neighbours, run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 SHIFT = float(os.environ.get("SHIFT", "1"))
@@ -23,6 +23,9 @@ def fake_clock(monkeypatch):
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
     # no real waits on a fake clock; a fake one when WAIT is set
     monkeypatch.setattr(run_queue, "wait_clock", lambda: (lambda: WAITED[0], lambda: None))
+    # OTHERS: CPUs other processes keep busy beside the benchmark (none unless set)
+    others = float(os.environ.get("OTHERS", "0"))
+    monkeypatch.setattr(neighbours, "others_clock", lambda: (lambda: (int(others * now[0]), now[0]), lambda: None))
     return now
 
 @pytest.mark.parametrize("name", ["a", "b", "c", "d", "e"])
@@ -96,24 +99,35 @@ def test_with_interleaved_passes_even_the_first_benchmark_has_the_shift_removed(
     assert "INCONCLUSIVE" not in result.stdout.str()
 
 
-def test_a_regression_measured_on_a_shared_cpu_is_held_back(baseline, monkeypatch, capsys):
+@pytest.mark.parametrize(
+    "sharing, how",
+    [
+        # another process took the timing thread's CPU 30% of the time
+        ({"WAIT": "0.3"}, "the timing thread waited 30% of the time for it"),
+        # a spare CPU, so no wait, but another process kept one busy beside it (caches, memory
+        # bandwidth, the core's SMT sibling)
+        ({"OTHERS": "1"}, "other processes kept 1.0 CPUs busy beside it"),
+    ],
+)
+def test_a_regression_timed_on_a_shared_cpu_stands_with_a_note(baseline, monkeypatch, capsys, sharing, how):
     monkeypatch.setenv("SLOWER_c", "1.3")
-    result = baseline.runpytest("--bench-compare=main", *ARGS)  # a quiet CPU: the regression stands
+    monkeypatch.setenv("OTHERS", "0.4")  # below the bar: no note
+    result = baseline.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=4, failed=1)
-    result.stdout.fnmatch_lines(["c * REGRESSED *"])
-    monkeypatch.setenv("WAIT", "0.3")  # the timing thread waited 30% of the time for a CPU
+    assert "the CPU was shared" not in result.stdout.str() and "other processes shared" not in result.stdout.str()
+    for name, value in sharing.items():
+        monkeypatch.setenv(name, value)
     result = baseline.runpytest("--bench-compare=main", "--bench-json=shared.json", *ARGS)
-    result.assert_outcomes(passed=5)
-    held_back = [
-        "c * INCONCLUSIVE *",
-        "*the CPU was shared while it was measured (the timing thread waited 30% of the time for it): "
-        "not a regression of its own*",
-    ]
-    result.stdout.fnmatch_lines([*held_back, "*compare in the same job with --bench-ab=REF*"])
+    result.assert_outcomes(passed=4, failed=1)
+    note = f"*timed on a CPU other processes shared ({how}): confirm it in one job with --bench-ab=REF*"
+    noted = ["c * REGRESSED *", note]
+    result.stdout.fnmatch_lines(noted)
+    result.stdout.fnmatch_lines(["the CPU was shared: *"])
+    assert "shared (" not in "".join(line for line in result.outlines if line.startswith(("a ", "b ", "d ", "e ")))
     # The saved run judged again from its file (`tesserabench compare`) is judged alike.
     capsys.readouterr()
-    assert cli.main(["compare", "main", "shared.json", "--dir", str(baseline.path / "baselines")]) == 0
-    pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(held_back)
+    assert cli.main(["compare", "main", "shared.json", "--dir", str(baseline.path / "baselines")]) == 1
+    pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(noted)
 
 
 def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch, capsys):
