@@ -38,7 +38,7 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
         else:
             say(f"tesserabench: wrote {len(state.records)} benchmark(s) to {settings.json_path}")
     if any((settings.html_path, settings.md_path, settings.csv_path)) or os.environ.get(GITHUB_SUMMARY):
-        _write_reports(state, say, error)
+        _write_reports(state, say, error, reporter.config if reporter is not None else None)
     if settings.save:
         if interrupted:
             say(f"tesserabench: nothing saved to baseline {settings.save}: the run was interrupted", yellow=True)
@@ -57,12 +57,13 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
     return failed
 
 
-def _write_reports(state, say, error) -> None:
+def _write_reports(state, say, error, config) -> None:
     from pytest_tesserabench import files
     from pytest_tesserabench.report.markdown_report import markdown_summary
+    from pytest_tesserabench.report.terminal import run_notes
 
     settings = state.settings
-    data = state.report_data()
+    data = state.report_data(run_notes(state, config))
     layout = dict(columns=settings.columns, sort=settings.sort, group_by=settings.group_by)
     measured = len(data.records)
     if settings.html_path is not None:

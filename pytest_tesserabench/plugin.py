@@ -685,8 +685,8 @@ class SessionHooks:
         if state.records:
             state.context.time_canary(state.instruments.device_lock)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        state.suite = state.suite_shift()  # (before the reports, which say it too)
         failed = write_outputs(state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
-        state.suite = state.suite_shift()
         if failed or (state.suite is not None and state.suite.failed):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

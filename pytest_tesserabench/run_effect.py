@@ -150,6 +150,7 @@ class SuiteShift:
     passes: int
 
     def line(self) -> str:
+        """The summary's line, "FAILED: " first when it fails the run."""
         pct = _pct(self.shift)
         canary = "no canary" if self.canary is None else f"canary {_pct(self.canary)}"
         every = " in every pass" if self.passes > 1 else ""
@@ -160,7 +161,7 @@ class SuiteShift:
         unexplained = self.everywhere - max(self.canary or 0.0, 0.0)
         text += f"; unexplained {_pct(unexplained)} [{_pct(self.ci[0])}, {_pct(self.ci[1])}], p={self.p_value:.2g})"
         if self.failed:
-            text += ": every benchmark got slower together and the machine does not explain it"
+            text = "FAILED: " + text + ": every benchmark got slower together and the machine does not explain it"
         return text
 
 

@@ -128,8 +128,9 @@ class BenchSession:
     def document(self, records: dict[str, BenchRecord] | None = None) -> RunDocument:
         return self.context.document(self.records if records is None else records)
 
-    def report_data(self):
-        """What the HTML and markdown reports draw: this run, its verdicts, the baseline's history."""
+    def report_data(self, notes: list[str] | None = None):
+        """What the HTML and markdown reports draw: this run, its verdicts, the baseline's history,
+        and ``notes``, what the run says about itself (report.terminal.run_notes)."""
         from pytest_tesserabench.report.data import ReportData
 
         comparison = self.comparison
@@ -138,6 +139,7 @@ class BenchSession:
             verdicts=self.all_verdicts(),
             history=list(comparison.runs) if comparison is not None and comparison.same_machine else [],
             baseline=f"baseline {comparison.describe()}" if comparison is not None else None,
+            notes=list(notes or []),
         )
 
     # -- files -------------------------------------------------------------------------------------

@@ -264,20 +264,32 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
         width=args.width,
     )
     if suite is not None:
-        lines.append(Line(("FAILED: " if suite.failed else "") + suite.line(), "red" if suite.failed else None))
+        lines.append(Line(suite.line(), "red" if suite.failed else None))
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
     regressed = [v for v in verdicts.values() if v.failed]
     for verdict in regressed:
         print(f"{verdict.id}: {verdict.line()}", file=out)
     described = ", ".join(source.label for source in sources[:-1])
     if args.md is not None:
-        data = ReportData(run=new_runs[-1], verdicts=verdicts, history=old_runs, baseline=described)
+        notes = _run_notes(new_runs[-1], suite)
+        data = ReportData(run=new_runs[-1], verdicts=verdicts, history=old_runs, baseline=described, notes=notes)
         files.write_atomic(args.md, markdown_summary(data))
         print(f"wrote the markdown summary to {args.md}", file=err)
     if args.csv is not None:
         files.write_atomic(args.csv, across_runs_csv(runs, labels, verdicts))
         print(f"wrote {len(runs)} run(s) as CSV rows to {args.csv}", file=err)
     return EXIT_REGRESSED if regressed or (suite is not None and suite.failed) else EXIT_OK
+
+
+def _run_notes(run, suite) -> list[str]:
+    """What a run read from a file says about itself in a report, as the plugin's reports say it
+    (report.terminal.run_notes; the settle command needs the run's own command line)."""
+    from pytest_tesserabench.report.terminal import cpu_sharing_line
+
+    notes = [cpu_sharing_line(run.benchmarks.values())]
+    if suite is not None:
+        notes.append(suite.line())
+    return [note for note in notes if note]
 
 
 # -- report ---------------------------------------------------------------------------------------------
@@ -297,13 +309,15 @@ def report_command(args: argparse.Namespace, out, err) -> int:
     history = earlier + [r for source in sources[1:] for r in source.runs]
     if not any(r.stats is not None for r in run.benchmarks.values()):
         raise CommandError(f"{args.run}: holds no measured benchmark; nothing to plot")
+    suite = None
     if history:
         verdicts = run_effect.compare_run(run, history, _gate_config(args))
+        suite = run_effect.run_suite_shift(run, history, _gate_config(args))
         described = ", ".join(s.label for s in sources[1:]) or f"the earlier runs of {sources[0].label}"
     else:  # a run made with --bench-compare keeps its verdicts
         verdicts = {i: r.verdict for i, r in run.benchmarks.items() if r.verdict is not None}
         described = None
-    data = ReportData(run=run, verdicts=verdicts, history=history, baseline=described)
+    data = ReportData(run=run, verdicts=verdicts, history=history, baseline=described, notes=_run_notes(run, suite))
     from pytest_tesserabench.report.html_report import html_report
 
     try:

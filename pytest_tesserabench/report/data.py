@@ -14,6 +14,9 @@ class ReportData:
     verdicts: dict[str, Verdict] = field(default_factory=dict)
     history: list[RunDocument] = field(default_factory=list)  # the baseline's runs, oldest first
     baseline: str | None = None  # what the run was compared with, in words
+    # What the run says about itself under its tables: the CPU was shared, the command that settles
+    # its INCONCLUSIVE verdicts, its suite-wide shift (report.terminal.run_notes)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def records(self) -> list[BenchRecord]:

@@ -27,6 +27,7 @@ h2 { font-size: 17px; margin: 36px 0 8px; padding-top: 12px; border-top: 1px sol
 dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 16px; margin: 8px 0 16px; }
 dl.meta dt { color: #666; } dl.meta dd { margin: 0; }
 .counts { font-weight: 600; font-size: 15px; margin: 8px 0; }
+ul.notes { margin: 0 0 16px; padding-left: 20px; color: #8a5a00; }
 nav ol { columns: 2; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; }
 nav a { color: #0b57d0; text-decoration: none; }
 .plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(560px, 1fr)); gap: 16px; }
@@ -117,6 +118,8 @@ def html_report(
     failing = any(v.failed for v in data.verdicts.values())
     body.append(f'<p class="counts{" REGRESSED" if failing else ""}">{_e(counts)}</p>')
     body += _meta(data)
+    if data.notes:  # what the run says about itself (the CPU was shared, the suite-wide shift, ...)
+        body += ['<ul class="notes">', *(f"<li>{_e(note)}</li>" for note in data.notes), "</ul>"]
     nav = []
     sections = []
     for index, (key, members) in enumerate(groups.items(), 1):

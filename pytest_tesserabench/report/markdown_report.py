@@ -1,8 +1,9 @@
 """The markdown summary (``--bench-md``, and the CI job summary in ``$GITHUB_STEP_SUMMARY``).
 
-Read top down in a pull request: the verdict counts first, then every regression with its
-change, interval and reasons, then a compact table of every result (folded away in a
-``<details>`` block, one table per group, the same columns as the terminal).
+Read top down in a pull request: the verdict counts first, what the run says about itself (a
+shared CPU, the command that settles INCONCLUSIVE verdicts, the suite-wide shift), then every
+regression with its change, interval and reasons, then a compact table of every result (folded
+away in a ``<details>`` block, one table per group, the same columns as the terminal).
 """
 
 from __future__ import annotations
@@ -58,6 +59,14 @@ def _headline(data: ReportData) -> list[str]:
         lines[-1] += f" ({'; '.join(extra)})." if extra else "."
         lines += ["", " ".join(["Measured", *where]) + "." if where else ""]
     return lines
+
+
+def _notes(data: ReportData) -> list[str]:
+    """What the run says about itself (the CPU was shared, how to settle INCONCLUSIVE verdicts,
+    the suite-wide shift): a failing one in bold."""
+    if not data.notes:
+        return []
+    return ["", *(f"- **{cell(n)}**" if n.startswith("FAILED") else f"- {cell(n)}" for n in data.notes)]
 
 
 def _regressions(data: ReportData) -> list[str]:
@@ -129,7 +138,7 @@ def markdown_summary(
     group_by: Sequence[str] = ("group",),
     max_bytes: int = MAX_BYTES,
 ) -> str:
-    head = _headline(data) + _regressions(data)
+    head = _headline(data) + _notes(data) + _regressions(data)
     budget = max_bytes - sum(len(line.encode()) + 1 for line in head)
     lines = head + _results(data, columns=columns, sort=sort, group_by=group_by, budget=budget)
     return "\n".join(lines) + "\n"

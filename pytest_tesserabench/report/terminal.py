@@ -209,14 +209,34 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     settle = settle_by_ab_line(state, terminalreporter.config)
     if settle:
         terminalreporter.write_line(settle, yellow=True)
-    if state.suite is not None:
-        text = ("FAILED: " if state.suite.failed else "") + state.suite.line()
-        terminalreporter.write_line(text, red=state.suite.failed)
-    not_run = comparison.not_run(state.ran)
+    suite = suite_line(state)
+    if suite:
+        terminalreporter.write_line(suite, red=state.suite.failed)
+    not_run = not_run_line(state)
     if not_run:
-        terminalreporter.write_line(
-            f"{not_run} baseline benchmark(s) belong to tests that did not run in this session (deselected or removed)"
-        )
+        terminalreporter.write_line(not_run)
+
+
+def run_notes(state, config) -> list[str]:
+    """What the summary says about the run under its tables, for the reports: the CPU was
+    shared, the command that settles its INCONCLUSIVE verdicts (not without ``config``), its
+    suite-wide shift, baseline tests it did not run."""
+    lines = [cpu_sharing_line(state.records.values())]
+    if state.comparison is not None:
+        lines += [settle_by_ab_line(state, config) if config is not None else None, suite_line(state)]
+        lines.append(not_run_line(state))
+    return [line for line in lines if line]
+
+
+def suite_line(state) -> str | None:
+    return None if state.suite is None else state.suite.line()
+
+
+def not_run_line(state) -> str | None:
+    not_run = state.comparison.not_run(state.ran)
+    if not not_run:
+        return None
+    return f"{not_run} baseline benchmark(s) belong to tests that did not run in this session (deselected or removed)"
 
 
 MAX_NODEIDS = 6  # more undecided tests than this: their files are named instead

@@ -132,14 +132,18 @@ def test_a_regression_timed_on_a_shared_cpu_stands_with_a_note(baseline, monkeyp
 
 def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch, capsys):
     monkeypatch.setenv("SHIFT", "1.3")  # the code got slower everywhere; the canary did not move
-    result = baseline.runpytest("--bench-compare=main", "--bench-json=run.json", *ARGS)
+    result = baseline.runpytest("--bench-compare=main", "--bench-json=run.json", "--bench-md=run.md", *ARGS)
     failed = "FAILED: suite-wide shift +*% over 5 benchmarks, * (canary +0.0%*does not explain it"
     result.stdout.fnmatch_lines([failed])
     assert result.ret == 1
-    # and so does `tesserabench compare` on the run's file
+    in_summary = [f"- **{failed}**"]  # the CI summary says it, in bold
+    pytest.LineMatcher((baseline.path / "run.md").read_text().splitlines()).fnmatch_lines(in_summary)
+    # and so does `tesserabench compare` on the run's file, and its summary
     capsys.readouterr()
-    assert cli.main(["compare", "main", "run.json", "--dir", str(baseline.path / "baselines")]) == 1
+    args = ["compare", "main", "run.json", "--dir", str(baseline.path / "baselines"), "--md", "again.md"]
+    assert cli.main(args) == 1
     pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines([failed])
+    pytest.LineMatcher((baseline.path / "again.md").read_text().splitlines()).fnmatch_lines(in_summary)
 
 
 def test_a_suite_wide_slowdown_fails_the_run_even_when_no_single_test_fails(baseline, monkeypatch):
@@ -266,13 +270,16 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
     monkeypatch.setenv("RUN", "99")
     monkeypatch.setenv("SHIFT", "1.3")  # a, b, c are INCONCLUSIVE (as in the test above)
     canary_reads(monkeypatch, 2.6)
-    result = pytester.runpytest("--bench-compare=main", "--bench-passes", "1", "--bench-threshold", "6", *ARGS)
+    summary = pytester.path / "summary.md"
+    result = pytester.runpytest(
+        "--bench-compare=main", "--bench-passes", "1", "--bench-threshold", "6", f"--bench-md={summary}", *ARGS
+    )
     result.stdout.fnmatch_lines(["a * INCONCLUSIVE *"])
     if recorded_on == "a modified checkout":  # the commit is not what was measured: no command
-        result.stdout.fnmatch_lines(
-            [f"3 INCONCLUSIVE: the baseline's newest run was recorded on a modified checkout of {sha[:12]}, *"]
-        )
+        said = f"3 INCONCLUSIVE: the baseline's newest run was recorded on a modified checkout of {sha[:12]}, *"
+        result.stdout.fnmatch_lines([said])
         result.stdout.no_fnmatch_line("*measure them beside the baseline's commit*")
+        pytest.LineMatcher(summary.read_text().splitlines()).fnmatch_lines(["- " + said])  # the CI summary too
         return
     # this run's measuring and judging options carried (--bench-passes, --bench-compare are not),
     # the tests as they are named from where pytest ran
@@ -285,6 +292,10 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
             f"'{path}::test_work[[]c[]]'"
             + (f" (this clone lacks that commit*git fetch origin {sha}* first)" if "lacks" in recorded_on else "")
         ]
+    )
+    # the CI summary a pull request shows says it too
+    pytest.LineMatcher(summary.read_text().splitlines()).fnmatch_lines(
+        [f"- 3 INCONCLUSIVE: measure them beside the baseline's commit in one job, *: pytest --bench-ab={sha[:12]} *"]
     )
 
 
