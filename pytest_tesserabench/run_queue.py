@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _SCHEDSTAT = "/proc/thread-self/schedstat"
 # Below this share of the timed wall clock, waiting for a CPU is ordinary scheduling; above it the
@@ -30,20 +33,27 @@ def wait_clock() -> tuple[Callable[[], int], Callable[[], None]]:
     Open it in the thread that times (``thread-self`` is resolved when the file is opened) and
     close it when the round is over. A read costs one ``pread`` (0.6-0.9 us measured on the CI VM).
     """
+    return proc_reader(_SCHEDSTAT, 64, lambda text: int(text.split()[1])) or unavailable()
+
+
+def proc_reader(path: str, size: int, parse: Callable[[bytes], T]) -> tuple[Callable[[], T], Callable[[], None]] | None:
+    """(read, close) for a file of ``/proc`` kept open: ``read()`` is ``parse`` of its first
+    ``size`` bytes, read afresh; None where the file is missing or in a format ``parse`` does not
+    know (then the caller leaves out what it would have read)."""
     try:
-        fd = os.open(_SCHEDSTAT, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
-        return unavailable()
+        return None
     pread = os.pread
 
-    def read() -> int:
-        return int(pread(fd, 64, 0).split()[1])
+    def read() -> T:
+        return parse(pread(fd, size, 0))
 
     try:
         read()
-    except (OSError, IndexError, ValueError):  # a format this code does not know: leave it out
+    except (OSError, IndexError, ValueError):
         os.close(fd)
-        return unavailable()
+        return None
     return read, lambda: os.close(fd)
 
 
