@@ -214,7 +214,7 @@ def test_labels(nodeids: Sequence[str]) -> tuple[str, list[str]]:
     return prefix.removesuffix("::"), labels
 
 
-FIRST_CALL = "(first call)"  # the row of a test's unlabelled call when the header names the test
+UNLABELLED = "(unlabelled)"  # the row of a test's unlabelled call (bench without name=) when the header names the test
 
 
 def row_labels(records: Sequence[BenchRecord]) -> tuple[str, list[str]]:
@@ -223,7 +223,7 @@ def row_labels(records: Sequence[BenchRecord]) -> tuple[str, list[str]]:
     shared, tests = test_labels([r.nodeid for r in records])
     labels = []
     for record, test in zip(records, tests):
-        call = FIRST_CALL if record.name is None else record.name
+        call = UNLABELLED if record.name is None else record.name
         labels.append(call if not test else test if record.name is None else f"{test}{CALL_SEPARATOR}{call}")
     return shared, labels
 

@@ -131,7 +131,7 @@ def test_fails_late_at_ref(bench, fake_clock):
     result.stdout.fnmatch_lines(
         [
             "test_w.py::test_labelled",
-            "*(first call) *UNCHANGED*",
+            "(unlabelled) *UNCHANGED*",
             "*old *MISSING*measured at HEAD, not made by this test*",
         ]
     )

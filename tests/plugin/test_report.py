@@ -47,7 +47,7 @@ def test_row_labels_and_relative_speed():
         record("t.py::test_mm[M64-bf16]", None, 2.0, tflops=10.0),
         record("t.py::test_mm[M64-bf16]", "torch", 1.0),
     ]
-    assert row_labels(recs) == ("t.py::test_mm[M64-bf16]", ["(first call)", "torch"])
+    assert row_labels(recs) == ("t.py::test_mm[M64-bf16]", ["(unlabelled)", "torch"])
     recs.append(record("t.py::test_mm[M128-bf16]", None, 4.0))
     assert row_labels(recs) == ("t.py::test_mm", ["M64-bf16", "M64-bf16 · torch", "M128-bf16"])
     assert relative_speeds(recs[:2]) == {recs[0].id: 1.0, recs[1].id: 2.0}
@@ -220,7 +220,7 @@ def test_comparison_keeps_every_reason_visible_and_ids_whole():
         assert "_matmul_fp8_kernel," in text  # a word of a reason is never cut either
         assert "+15.0% [+12.0%, +18.0%]" in text and "REGRESSED (moderate)" in text
         regressed = [line for line in lines if line.style == "red"]
-        assert regressed[0].text.startswith("(first call)  REGRESSED")
+        assert regressed[0].text.startswith("(unlabelled)  REGRESSED")
         assert appears_whole_or_shortened(nodeid, lines[0].text)  # the group's header: the test
         assert text.index("REGRESSED") < text.index("UNCHANGED")
 
