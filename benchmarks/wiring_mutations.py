@@ -332,6 +332,36 @@ MUTATIONS = (
         "    everywhere = float(np.median(values))",
         ("tests/gate/test_run_effect.py",),
     ),
+    Mutation(
+        "the neighbours' CPU reaches the record",
+        "pytest_tesserabench/fixture.py",
+        "                others_cpu_s=m.others_cpu_s,",
+        "",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "a regression beside busy processes is noted",
+        "pytest_tesserabench/run_conditions.py",
+        "    if others >= neighbours.SHARED_CPUS:",
+        "    if others < 0:",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "the CI summary says what the run says about itself",
+        "pytest_tesserabench/report/markdown_report.py",
+        "    head = _headline(data) + _notes(data) + _regressions(data)",
+        "    head = _headline(data) + _regressions(data)",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "the suite-wide shift is known before the reports",
+        PLUGIN,
+        "        state.suite = state.suite_shift()  # (before the reports, which say it too)\n"
+        "        failed = write_outputs(state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)\n",
+        "        failed = write_outputs(state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)\n"
+        "        state.suite = state.suite_shift()\n",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
 )
 
 
