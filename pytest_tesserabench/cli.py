@@ -125,6 +125,7 @@ def load(path: Path):
 
 
 def _show(args: argparse.Namespace, out, err) -> int:
+    from rich import box
     from rich.console import Console
     from rich.table import Table
 
@@ -158,25 +159,57 @@ def _show(args: argparse.Namespace, out, err) -> int:
     )  # branch names and paths are data, not rich style tags
     for path in files:
         data = load_baseline(path, machine_key=path.stem)
-        table = Table(title=f"{args.name} on {data.machine_key} ({path})", title_justify="left")
-        for column in ("#", "started", "commit", "branch", "benchmarks", "canary", "torch", "triton", "python"):
-            table.add_column(column, justify="right" if column in ("#", "benchmarks", "canary") else "left")
+        rows = []
         for i, run in enumerate(data.runs, 1):
             commit, machine = run.commit, run.machine
-            sha = str(commit.get("sha") or "-")[:10] + ("+dirty" if commit.get("dirty") else "")
+            sha = str(commit.get("sha") or "-")[:8] + ("+dirty" if commit.get("dirty") else "")
             canary = run.canary_ms
-            table.add_row(
-                str(i),
-                str(run.started or "-"),
-                sha,
-                str(commit.get("branch") or "-"),
-                str(len(run.benchmarks)),
-                f"{statistics.median(canary):.3f} ms" if canary else "-",
-                *(str(machine.get(k, "-")) for k in ("torch", "triton", "python")),
+            rows.append(
+                [
+                    str(i),
+                    _started(run.started),
+                    sha,
+                    str(commit.get("branch") or "-"),
+                    str(len(run.benchmarks)),
+                    f"{statistics.median(canary):.3f} ms" if canary else "-",
+                    *(str(machine.get(k) or "-") for k in ("torch", "triton", "python")),
+                ]
             )
+        # Simple rules, no vertical lines; software that every run shares goes into the title,
+        # and a column that is "-" in every run (torch in a project without it) is left out: a
+        # run's line fits 80 columns.
+        columns = ("#", "started", "commit", "branch", "benchmarks", "canary", "torch", "triton", "python")
+        software = range(columns.index("torch"), len(columns))
+        shared = [c for c in software if len({r[c] for r in rows}) == 1 and rows[0][c] != "-"]
+        title = f"{args.name} on {data.machine_key} ({path})"
+        if shared:
+            title += "; every run: " + ", ".join(f"{columns[c]} {rows[0][c]}" for c in shared)
+        kept = [
+            c
+            for c, name in enumerate(columns)
+            if c not in shared and (name in ("#", "started") or any(r[c] != "-" for r in rows))
+        ]
+        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        for c in kept:
+            right = columns[c] in ("#", "benchmarks", "canary")
+            table.add_column(columns[c], justify="right" if right else "left", no_wrap=columns[c] != "branch")
+        for row in rows:
+            table.add_row(*(row[c] for c in kept))
         console.print(table)
     out.write(buffer.getvalue())
     return EXIT_OK
+
+
+def _started(started: str | None) -> str:
+    """A run's start as date and minute in its own time zone (the file keeps ISO 8601 to the second)."""
+    import datetime
+
+    if not started:
+        return "-"
+    try:
+        return datetime.datetime.fromisoformat(started).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return started
 
 
 def _inspect(rest: list[str], out, err) -> int:

@@ -88,11 +88,15 @@ def test_bad_file_exits_two_and_names_it(files, tmp_path, capsys):
     assert str(broken) in capsys.readouterr().err
 
 
-def test_show_lists_runs(files, tmp_path, capsys):
-    assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "200"]) == 0
+def test_show_lists_runs_within_80_columns(files, tmp_path, capsys):
+    assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "80"]) == 0
     out = capsys.readouterr().out
-    assert KEY in out and "aaaaaaaaaa" in out and "2.13.0" in out
-    assert out.count("2026-11-21T15:07:16Z") == 3
+    assert KEY in out and "aaaaaaaa" in out and "2.13.0" in out
+    assert out.count("2026-11-21 15:07") == 3  # to the minute
+    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    rows = [line.split() for line in out.splitlines() if "2026-11-21" in line]
+    assert all(len(row) == len(rows[0]) for row in rows) and "…" not in out  # no cell cut or wrapped
+    assert "every run: torch 2.13.0, triton 3.9.0" in " ".join(out.split())  # shared by all: in the title
 
 
 def test_show_missing_and_bad_names(tmp_path, capsys):
