@@ -188,6 +188,16 @@ def local_canary_shift(records, baseline_runs: list) -> float | None:
     return here - float(np.median(theirs))
 
 
+def machine_ratio(candidate_runs: list, baseline_runs: list) -> float | None:
+    """The summary's "canary:" figure, how fast the machine was against the baseline's: by the
+    canaries timed before each benchmark where both sides have them (the suite-wide shift's
+    canary, so the two lines agree), else by those at the start and end of the runs."""
+    from pytest_tesserabench import gate
+
+    local = local_canary_shift(candidate_runs[-1].benchmarks.values(), baseline_runs) if candidate_runs else None
+    return math.exp(local) if local is not None else gate.canary_ratio(candidate_runs, baseline_runs)
+
+
 def suite_shift(
     model: BaselineModel,
     measured: dict[str, float],

@@ -221,7 +221,7 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
 
 def compare_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench import files, run_effect
-    from pytest_tesserabench.gate import canary_ratio, compare_runs
+    from pytest_tesserabench.gate import compare_runs
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.markdown_report import markdown_summary
@@ -259,7 +259,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     lines += comparison_lines(
         verdicts,
         version_diffs=software_differences(new_machine, old_machine),
-        canary_ratio=canary_ratio(new_runs, old_runs),
+        canary_ratio=run_effect.machine_ratio(new_runs, old_runs),
         records=records,
         width=args.width,
     )

@@ -193,8 +193,8 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     comparison = state.comparison
     if comparison is None:
         return
-    from pytest_tesserabench.gate import canary_ratio
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
+    from pytest_tesserabench.run_effect import machine_ratio
 
     terminalreporter.write_sep("-", f"compared with baseline {comparison.describe()}")
     known = {i: r for run in comparison.runs for i, r in run.benchmarks.items()}  # names MISSING ones' groups
@@ -202,7 +202,7 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         state.all_verdicts(),
         records={**known, **state.records},
         version_diffs=software_differences(state.context.machine_info, comparison.baseline.latest_machine),
-        canary_ratio=canary_ratio([state.document()], comparison.runs) if comparison.same_machine else None,
+        canary_ratio=machine_ratio([state.document()], comparison.runs) if comparison.same_machine else None,
         width=width,
     ):
         terminalreporter.write_line(line.text, **line.markup())
