@@ -150,19 +150,21 @@ class SuiteShift:
     passes: int
 
     def line(self) -> str:
-        """The summary's line, "FAILED: " first when it fails the run."""
-        pct = _pct(self.shift)
-        canary = "no canary" if self.canary is None else f"canary {_pct(self.canary)}"
+        """The summary's line, "FAILED: " first when it fails the run: what the whole suite moved,
+        what the machine (the canary) moved, then the verdict and its evidence."""
+        machine = "no canary" if self.canary is None else f"the machine (canary) {_pct(self.canary)}"
+        head = f"suite-wide shift {_pct(self.shift)} over {self.benchmarks} benchmarks, {machine}"
         every = " in every pass" if self.passes > 1 else ""
-        text = (
-            f"suite-wide shift {pct} over {self.benchmarks} benchmarks, three quarters of them at least "
-            f"{_pct(self.everywhere)}{every} ({canary}"
-        )
         unexplained = self.everywhere - max(self.canary or 0.0, 0.0)
-        text += f"; unexplained {_pct(unexplained)} [{_pct(self.ci[0])}, {_pct(self.ci[1])}], p={self.p_value:.2g})"
+        beyond = (
+            f"{_pct(unexplained)} beyond the machine [{_pct(self.ci[0])}, {_pct(self.ci[1])}], p={self.p_value:.2g}"
+        )
         if self.failed:
-            text = "FAILED: " + text + ": every benchmark got slower together and the machine does not explain it"
-        return text
+            return (
+                f"FAILED: {head}: every benchmark got slower together and the machine does not explain it "
+                f"(three quarters of them at least {_pct(self.everywhere)}{every}; {beyond})"
+            )
+        return f"{head}: not a slowdown of the whole suite ({beyond})"
 
 
 def _pct(log_value: float) -> str:

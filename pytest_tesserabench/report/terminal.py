@@ -281,8 +281,9 @@ def settle_by_ab_line(state, config) -> str | None:
     command = ["pytest", f"--bench-ab={sha[:12]}", *_carried(config.invocation_params.args), *tests]
     fetch = "" if here else f" (this clone lacks that commit, a shallow clone's way: `git fetch origin {sha}` first)"
     return (
-        f"{head}: measure them beside the baseline's commit in one job, which cancels the machine's drift: "
+        f"{head}: measure them beside the baseline's commit in one job, which cancels the machine's drift: `"
         + " ".join(shlex.quote(part) for part in command)
+        + "`"
         + fetch
     )
 

@@ -131,7 +131,9 @@ def test_the_suite_wide_shift_is_what_every_pass_and_most_benchmarks_show():
     # a slowdown of the suite
     some = {IDS[0]: math.log(1.25), IDS[1]: math.log(1.25), IDS[2]: math.log(1.10), IDS[3]: 0.02}
     assert not suite([0.0] * 4, some).failed
-    assert "three quarters of them at least" in stretch.line() and "in every pass" in stretch.line()
+    assert "not a slowdown of the whole suite" in stretch.line()
+    failed = suite([slower_code] * 4).line()
+    assert failed.startswith("FAILED: ") and "three quarters of them at least +15.0% in every pass" in failed
 
 
 def test_with_fewer_than_four_benchmarks_there_is_no_model():

@@ -46,10 +46,10 @@ def baseline_file(pytester):
     return pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
 
 
-def save_three(pytester, monkeypatch):
+def save_three(pytester, monkeypatch, *options):
     for run in range(3):
         monkeypatch.setenv("RUN", str(run))
-        pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=3)
+        pytester.runpytest("--bench-save=main", *options, *ARGS).assert_outcomes(passed=3)
     monkeypatch.setenv("RUN", "99")
     data = json.loads(baseline_file(pytester).read_text())
     assert len(data["runs"]) == 3 and data["name"] == "main"
@@ -138,7 +138,7 @@ def test_no_baseline_for_this_machine_is_a_warning_not_a_failure(project):
 
 
 def test_the_gate_under_xdist(project, monkeypatch):
-    save_three(project, monkeypatch)
+    save_three(project, monkeypatch, "-n", "2")  # (one pass under -n: a baseline saved alike)
     monkeypatch.setenv("SLOWER_c", "1.3")
     result = project.runpytest("-n", "2", "--bench-compare=main", "--bench-save=main", *ARGS)
     assert result.ret == pytest.ExitCode.TESTS_FAILED

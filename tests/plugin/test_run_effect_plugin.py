@@ -54,12 +54,17 @@ ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8", 
 def baseline(pytester, monkeypatch):
     monkeypatch.setenv("COLUMNS", "250")  # notes on one line
     pytester.makepyfile(test_kernels=WORKLOAD)
+    save_runs(pytester, monkeypatch, "main")
+    return pytester
+
+
+def save_runs(pytester, monkeypatch, name, *options):
+    """Three baseline runs whose shared drift differs (1.0, 1.03, 0.98), then a candidate's RUN."""
     for run, shift in enumerate((1.0, 1.03, 0.98)):
         monkeypatch.setenv("RUN", str(run))
         monkeypatch.setenv("SHIFT", str(shift))
-        pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=5)
+        pytester.runpytest(f"--bench-save={name}", *options, *ARGS).assert_outcomes(passed=5)
     monkeypatch.setenv("RUN", "99")
-    return pytester
 
 
 def canary_reads(monkeypatch, ms):
@@ -69,10 +74,11 @@ def canary_reads(monkeypatch, ms):
 def test_a_machine_slower_for_every_benchmark_fails_only_the_one_slowed_on_its_own(baseline, monkeypatch):
     # the whole run +30% (and the canary with it), e (measured last) +30% more on its own; in one
     # pass over the suite the first benchmarks are judged before others are measured
+    save_runs(baseline, monkeypatch, "onepass", "--bench-passes=1")
     monkeypatch.setenv("SHIFT", "1.3")
     monkeypatch.setenv("SLOWER_e", "1.3")
     canary_reads(monkeypatch, 2.6)
-    result = baseline.runpytest("--bench-compare=main", "--bench-passes=1", *ARGS)
+    result = baseline.runpytest("--bench-compare=onepass", "--bench-passes=1", *ARGS)
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["e * REGRESSED (severe) *", "*shared shift +*% removed (4 other benchmarks*"])
     # the failure's own line says the shift was removed (else +30% reads against times +69% apart)
@@ -82,7 +88,9 @@ def test_a_machine_slower_for_every_benchmark_fails_only_the_one_slowed_on_its_o
     # +30% move since the baseline makes their +30% uncertain rather than a regression
     result.stdout.fnmatch_lines(["a * INCONCLUSIVE *", "*no shared shift removed*the canary moved +30.0% since*"])
     result.stdout.fnmatch_lines(["*INCONCLUSIVE*To settle it: the machine's speed moved since the baseline*"])
-    result.stdout.fnmatch_lines(["suite-wide shift +*% over 5 benchmarks, * (canary +30.0%*"])
+    result.stdout.fnmatch_lines(
+        ["suite-wide shift +*% over 5 benchmarks, the machine (canary) +30.0%: not a slowdown of the whole suite*"]
+    )
     assert "FAILED: suite-wide" not in result.stdout.str()
 
 
@@ -133,7 +141,7 @@ def test_a_regression_timed_on_a_shared_cpu_stands_with_a_note(baseline, monkeyp
 def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch, capsys):
     monkeypatch.setenv("SHIFT", "1.3")  # the code got slower everywhere; the canary did not move
     result = baseline.runpytest("--bench-compare=main", "--bench-json=run.json", "--bench-md=run.md", *ARGS)
-    failed = "FAILED: suite-wide shift +*% over 5 benchmarks, * (canary +0.0%*does not explain it"
+    failed = "FAILED: suite-wide shift +*% over 5 benchmarks, the machine (canary) +0.0%: *does not explain it*"
     result.stdout.fnmatch_lines([failed])
     assert result.ret == 1
     in_summary = [f"- **{failed}**"]  # the CI summary says it, in bold
@@ -153,7 +161,9 @@ def test_a_suite_wide_slowdown_fails_the_run_even_when_no_single_test_fails(base
     canary_reads(monkeypatch, 2.3)
     result = baseline.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=5)
-    result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks, *(canary +15.0%*does not explain it"])
+    result.stdout.fnmatch_lines(
+        ["FAILED: suite-wide shift +*% over 5 benchmarks, the machine (canary) +15.0%*does not explain it*"]
+    )
     assert result.ret == 1
 
 
@@ -187,7 +197,9 @@ def test_a_whole_run_in_a_slower_machine_state_does_not_fail_when_the_canaries_b
     monkeypatch.setenv("SHIFT", "1.37")
     canary_during_the_run(monkeypatch, 2.0, 2.74)
     result = baseline.runpytest("--bench-compare=main", "--bench-json=run.json", *ARGS)
-    result.stdout.fnmatch_lines(["suite-wide shift +3?.?% over 5 benchmarks, * (canary +37.0%*"])
+    result.stdout.fnmatch_lines(
+        ["suite-wide shift +3?.?% over 5 benchmarks, the machine (canary) +37.0%: not a slowdown*"]
+    )
     assert "FAILED: suite-wide" not in result.stdout.str() and result.ret == 0
     # the summary's canary line says what the suite-wide line says, not what the start canary read
     result.stdout.fnmatch_lines(["canary: 1.370x the baseline's*"])
@@ -201,11 +213,13 @@ def test_a_slow_stretch_over_some_passes_is_not_a_suite_wide_slowdown(baseline, 
     # in the last pass, saw nothing); a slower code would slow every pass
     monkeypatch.setenv("SLOW_PASSES", "1,2")
     result = baseline.runpytest("--bench-compare=main", "--bench-passes=4", *ARGS)
-    result.stdout.fnmatch_lines(["suite-wide shift * over 5 benchmarks, three quarters of them at least *"])
+    result.stdout.fnmatch_lines(["suite-wide shift * over 5 benchmarks, *: not a slowdown of the whole suite*"])
     assert "FAILED: suite-wide" not in result.stdout.str() and result.ret == 0
     monkeypatch.setenv("SLOW_PASSES", "1,2,3,4")
     result = baseline.runpytest("--bench-compare=main", "--bench-passes=4", *ARGS)
-    result.stdout.fnmatch_lines(["FAILED: suite-wide shift +*% over 5 benchmarks, *does not explain it"])
+    result.stdout.fnmatch_lines(
+        ["FAILED: suite-wide shift +*% over 5 benchmarks, *does not explain it (three quarters of them at least +*"]
+    )
 
 
 def test_a_machine_that_got_faster_during_the_run_is_not_said(baseline, monkeypatch):
@@ -262,17 +276,13 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
     sha = _git(pytester.path, "rev-parse", "HEAD")
     if recorded_on == "a modified checkout":
         (pytester.path / "sub" / "test_kernels.py").write_text(WORKLOAD + "\n# edited\n")
-    for run, shift in enumerate((1.0, 1.03, 0.98)):
-        monkeypatch.setenv("RUN", str(run))
-        monkeypatch.setenv("SHIFT", str(shift))
-        pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=5)
+    save_runs(pytester, monkeypatch, "main", "--bench-passes=1")
     if recorded_on == "a commit this clone lacks":  # as in a shallow CI clone
         (path,) = (pytester.path / "baselines" / "main").glob("*.json")
         path.write_text(path.read_text().replace(sha, "f" * 40))
         sha = "f" * 40
     if recorded_on == "run from a subdirectory":
         monkeypatch.chdir(pytester.path / "sub")
-    monkeypatch.setenv("RUN", "99")
     monkeypatch.setenv("SHIFT", "1.3")  # a, b, c are INCONCLUSIVE (as in the test above)
     canary_reads(monkeypatch, 2.6)
     summary = pytester.path / "summary.md"
@@ -292,15 +302,18 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
     result.stdout.fnmatch_lines(
         [
             f"3 INCONCLUSIVE: measure them beside the baseline's commit in one job, which cancels the "
-            f"machine's drift: pytest --bench-ab={sha[:12]} --bench-threshold=6 --bench-max-time=0.15 "
+            f"machine's drift: `pytest --bench-ab={sha[:12]} --bench-threshold=6 --bench-max-time=0.15 "
             f"--bench-warmup=0.02 --bench-min-rounds=8 '{path}::test_work[[]a[]]' '{path}::test_work[[]b[]]' "
-            f"'{path}::test_work[[]c[]]'"
+            f"'{path}::test_work[[]c[]]'`"
             + (f" (this clone lacks that commit*git fetch origin {sha}* first)" if "lacks" in recorded_on else "")
         ]
     )
     # the CI summary a pull request shows says it too
     pytest.LineMatcher(summary.read_text().splitlines()).fnmatch_lines(
-        [f"- 3 INCONCLUSIVE: measure them beside the baseline's commit in one job, *: pytest --bench-ab={sha[:12]} *"]
+        [
+            f"- 3 INCONCLUSIVE: measure them beside the baseline's commit in one job, *: "
+            f"`pytest --bench-ab={sha[:12]} *`*"
+        ]
     )
 
 
@@ -315,11 +328,14 @@ def test_a_saved_run_judged_again_from_its_file_gets_the_plugins_verdicts(baseli
     from pytest_tesserabench import baseline as baselines
     from pytest_tesserabench import gate, run_effect
 
+    name = "main" if passes == "4" else "onepass"  # (a baseline in other passes judges nothing)
+    if passes == "1":
+        save_runs(baseline, monkeypatch, "onepass", "--bench-passes=1")
     monkeypatch.setenv("SHIFT", "1.3")
     monkeypatch.setenv("SLOWER_a", "1.25")
     canary_reads(monkeypatch, 2.6)
     result = baseline.runpytest(  # measured in reverse id order: sorting the keys reorders them
-        "--bench-compare=main", f"--bench-passes={passes}", "--bench-json=run.json", "-p", "no:randomly",
+        f"--bench-compare={name}", f"--bench-passes={passes}", "--bench-json=run.json", "-p", "no:randomly",
         "test_kernels.py::test_work[e]", "test_kernels.py::test_work[d]", "test_kernels.py::test_work[c]",
         "test_kernels.py::test_work[b]", "test_kernels.py::test_work[a]", *ARGS,
     )  # fmt: skip
@@ -327,7 +343,7 @@ def test_a_saved_run_judged_again_from_its_file_gets_the_plugins_verdicts(baseli
     assert data["measured_order"] == [f"test_kernels.py::test_work[{n}]" for n in "edcba"]
     in_run = {i: r["verdict"]["status"] for i, r in data["benchmarks"].items()}
     assert len(set(in_run.values())) > 1, result.stdout.str()  # a mixed run, not a trivial one
-    (path,) = (baseline.path / "baselines" / "main").glob("*.json")
+    (path,) = (baseline.path / "baselines" / name).glob("*.json")
     run = baselines.load_runs(baseline.path / "run.json")[0]
     again = run_effect.compare_run(run, baselines.load_runs(path), gate.GateConfig())
     assert {i: v.status for i, v in again.items()} == in_run
