@@ -354,6 +354,13 @@ MUTATIONS = (
         ("tests/plugin/test_run_effect_plugin.py",),
     ),
     Mutation(
+        "no timing verdict across different numbers of passes",
+        "pytest_tesserabench/run_conditions.py",
+        'judged = verdict.status in ("REGRESSED", "IMPROVED", "UNCHANGED")',
+        "judged = False",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
         "the suite-wide shift is known before the reports",
         PLUGIN,
         "        state.suite = state.suite_shift()  # (before the reports, which say it too)\n"
