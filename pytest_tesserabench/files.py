@@ -264,15 +264,16 @@ def check_writable_dir(folder: Path) -> str | None:
     return None
 
 
-def check_writable_file(path: Path) -> str | None:
+def check_writable_file(path: Path, example: str = "results.json") -> str | None:
     """Why ``path`` cannot be written, or None. A special file (``/dev/stdout``) is writable if
-    it can be opened; a regular file needs a writable folder for the atomic rename."""
+    it can be opened; a regular file needs a writable folder for the atomic rename. ``example``:
+    a file name of the kind expected, for the message when ``path`` is a directory."""
     path = Path(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     special = describe_special(path)
     if special and special.startswith("a directory"):
-        return "is a directory; give a file path like results.json"
+        return f"is a directory; give a file path like {path / example}"
     if special and "does not exist" not in special:
         return None if os.access(path, os.W_OK) else f"is {special} and not writable"
     folder = path.parent if str(path.parent) else Path(".")

@@ -6,6 +6,7 @@ usage error that names the option, where it came from and what would be accepted
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -571,12 +572,12 @@ def _check_outputs(settings: Settings) -> None:
     if not settings.enabled:
         return
     checks = [
-        (name, flag, getattr(settings, name), files.check_writable_file)
-        for name, flag in (
-            ("json_path", "--bench-json"),
-            ("html_path", "--bench-html"),
-            ("md_path", "--bench-md"),
-            ("csv_path", "--bench-csv"),
+        (name, flag, getattr(settings, name), functools.partial(files.check_writable_file, example=example))
+        for name, flag, example in (
+            ("json_path", "--bench-json", "results.json"),
+            ("html_path", "--bench-html", "report.html"),
+            ("md_path", "--bench-md", "summary.md"),
+            ("csv_path", "--bench-csv", "results.csv"),
         )
     ]
     if settings.save:

@@ -205,7 +205,7 @@ def test_output_checks_name_the_problem(tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("x")
     assert files.check_writable_dir(a_file / "main") == f"{a_file} is a file, not a folder"
-    assert files.check_writable_file(tmp_path) == "is a directory; give a file path like results.json"
+    assert files.check_writable_file(tmp_path) == f"is a directory; give a file path like {tmp_path / 'results.json'}"
     assert "does not exist" in files.check_writable_file(tmp_path / "no" / "r.json")
     assert files.check_writable_file(tmp_path / "r.json") is None
     assert files.check_writable_dir(tmp_path / "new" / "deeper") is None

@@ -184,6 +184,14 @@ def test_a_report_path_that_cannot_be_written_fails_before_measuring(project, op
     assert "passed" not in result.stdout.str()
 
 
+@pytest.mark.parametrize("option, example", [("--bench-html", "report.html"), ("--bench-md", "summary.md")])
+def test_a_report_path_that_is_a_folder_is_told_what_file_to_give(project, option, example):
+    project.mkdir("out")
+    result = project.runpytest(f"{option}=out", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{option}=out (command line): is a directory; give a file path like out/{example}"])
+
+
 def test_html_without_matplotlib_is_a_usage_error_naming_the_extra(project, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)  # as if it were not installed
     result = project.runpytest("--bench-html=report.html", *ARGS)

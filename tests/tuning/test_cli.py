@@ -160,5 +160,5 @@ def test_an_unwritable_json_path_is_refused_before_any_work(tmp_path, capsys):
     folder.mkdir()
     assert main(["tune", f"{KERNELS}:ROWMAX", "--json", str(folder)]) == 2
     assert capsys.readouterr().err.strip() == (
-        f"tesserabench tune: error: --json {folder} is a directory; give a file path like results.json"
+        f"tesserabench tune: error: --json {folder} is a directory; give a file path like {folder / 'results.json'}"
     )
