@@ -263,15 +263,14 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
         records=records,
         width=args.width,
     )
-    if suite is not None:
-        lines.append(Line(suite.line(), "red" if suite.failed else None))
+    notes = _run_notes(new_runs[-1], suite)  # as the plugin's summary and reports say them
+    lines += [Line(note, "red" if note.startswith("FAILED") else None) for note in notes]
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
     regressed = [v for v in verdicts.values() if v.failed]
     for verdict in regressed:
         print(f"{verdict.id}: {verdict.line()}", file=out)
     described = ", ".join(source.label for source in sources[:-1])
     if args.md is not None:
-        notes = _run_notes(new_runs[-1], suite)
         data = ReportData(run=new_runs[-1], verdicts=verdicts, history=old_runs, baseline=described, notes=notes)
         files.write_atomic(args.md, markdown_summary(data))
         print(f"wrote the markdown summary to {args.md}", file=err)

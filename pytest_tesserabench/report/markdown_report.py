@@ -114,12 +114,15 @@ def _results(
         for record, label in zip(members, labels):
             row = [code(label), *(cell(f.cell(record, speeds)) for f in fields)]
             if data.compared:
+                # the verdict's change is of the gate's centres (the lowest pass's median, this
+                # run's shared shift removed), which can differ from the median of all rounds
                 verdict = data.verdicts.get(record.id)
-                row.append(verdict_head(verdict) if verdict else "-")
+                row += [verdict_head(verdict), verdict.change_text()] if verdict else ["-", "-"]
             notes = R.notes(record, timer_shown="timer" in keys)
             rows.append([*row, cell(", ".join(notes)) or ""])
-        header = ["benchmark", *(f.header for f in fields), *(["verdict"] if data.compared else []), "notes"]
-        align = ["left", *("right" for _ in fields), *(["left"] if data.compared else []), "left"]
+        judged = ["verdict", "change [CI95]"] if data.compared else []
+        header = ["benchmark", *(f.header for f in fields), *judged, "notes"]
+        align = ["left", *("right" for _ in fields), *(["left", "right"] if data.compared else []), "left"]
         block = [f"**{cell(R.group_title(key, shared, []))}**", "", *_table(header, align, rows), ""]
         used += sum(len(line.encode()) + 1 for line in block)
         lines += block

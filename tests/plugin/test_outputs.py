@@ -116,6 +116,8 @@ def test_markdown_summary_puts_counts_then_regressions_then_the_table(project, m
     results = table_after(lines, "**test_k.py::test_work**")
     assert [r["benchmark"] for r in results] == ["`n1`", "`n1 · torch`", "`n2`", "`n2 · torch`"]
     assert [r["verdict"] for r in results] == ["UNCHANGED", "UNCHANGED", "REGRESSED (severe)", "UNCHANGED"]
+    assert results[2]["change [CI95]"] == regressions[0]["change [CI95]"]  # every row's change, as judged
+    assert all(re.fullmatch(r"[+-]\d+\.\d% \[.*\]", r["change [CI95]"]) for r in results)
     assert results[2]["throughput"].endswith("TFLOP/s") and results[0]["CI95"].startswith("±")
 
 
