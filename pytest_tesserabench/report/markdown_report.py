@@ -49,7 +49,9 @@ def _headline(data: ReportData) -> list[str]:
         counts = counts_text(data.verdicts)
         lines += [f"**{counts}**" if failed else counts, ""]
         compared = f", compared with {data.baseline}" if data.baseline else ""
-        lines.append(" ".join([f"{len(records)} benchmark(s) measured", *where]) + compared + ".")
+        unjudged = sum(1 for r in records if r.id not in data.verdicts)  # (a failed test, the interpreter)
+        measured = f"{len(records)} benchmark(s) measured" + (f" ({unjudged} not judged)" if unjudged else "")
+        lines.append(" ".join([measured, *where]) + compared + ".")
     else:
         noisy = sum(1 for r in records if r.stats.noisy)
         interpreted = sum(1 for r in records if r.timer == "interpreter")

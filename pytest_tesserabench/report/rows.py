@@ -43,6 +43,8 @@ def _roof(record: BenchRecord) -> float | None:
 def notes(record: BenchRecord, *, timer_shown: bool = False) -> list[str]:
     """Short facts about a record worth a reader's attention."""
     out = []
+    if record.outcome == "failed" and not (record.verdict and record.verdict.failed):
+        out.append("its test failed")  # measured, then failed for its own reasons: not saved
     if record.timer == "interpreter":
         out.append("interpreter, not gated")
     elif record.timer != "cpu" and not timer_shown:

@@ -247,3 +247,29 @@ def test_the_ab_counts_say_how_settling_went():
         "1 decided by it, 1 judged when its budget ended"
     )
     assert ab_counts_line([record(1, 2.0, True)]).endswith("1 needed settling (2.0 s), 1 decided by it")
+
+
+def test_a_record_whose_test_failed_for_its_own_reasons_says_so():
+    from dataclasses import replace
+
+    from pytest_tesserabench.report.rows import notes
+
+    measured = record("t.py::test_k", None, 1.0)
+    measured.outcome = "failed"  # an assertion after bench(): measured, not saved
+    assert "its test failed" in notes(measured)
+    regressed = replace(measured, verdict=Verdict(id=measured.id, status="REGRESSED", severity="severe"))
+    assert "its test failed" not in notes(regressed)  # its verdict says why already
+    measured.outcome = "passed"
+    assert "its test failed" not in notes(measured)
+
+
+def test_the_ci_summary_counts_measured_benchmarks_that_were_not_judged():
+    from pytest_tesserabench.report.data import ReportData
+    from pytest_tesserabench.report.markdown_report import markdown_summary
+    from pytest_tesserabench.results import RunDocument
+
+    judged, failed = record("t.py::test_a", None, 1.0), record("t.py::test_b", None, 1.0)
+    run = RunDocument(benchmarks={judged.id: judged, failed.id: failed})
+    verdicts = {judged.id: Verdict(id=judged.id, status="UNCHANGED")}
+    text = markdown_summary(ReportData(run=run, verdicts=verdicts, baseline="baseline main"))
+    assert "2 benchmark(s) measured (1 not judged)" in text and "1 unchanged" in text
