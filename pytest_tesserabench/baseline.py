@@ -10,6 +10,7 @@ error naming it, and is never overwritten.
 
 from __future__ import annotations
 
+import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -149,6 +150,28 @@ def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, histo
     except OSError as exc:
         raise BaselineError(f"{path}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return path
+
+
+# A saved benchmark this many times slower or faster than the median of the baseline's earlier
+# runs is worth a warning: a machine busy for one run puts a figure into the history that widens
+# every later verdict's noise (a new user's trial: one run of a BLAS call at 14x the others).
+OUTLYING_FACTOR = 1.5
+
+
+def outlying(run: RunDocument, earlier: list[RunDocument]) -> list[tuple[str, float, float]]:
+    """(id, its median in ``run``, the median of its medians in ``earlier``) for each benchmark of
+    ``run`` that differs from its earlier runs by OUTLYING_FACTOR or more, either way."""
+    out = []
+    for bench_id, record in sorted(run.benchmarks.items()):
+        before = [r.benchmarks[bench_id].median_ms for r in earlier if bench_id in r.benchmarks]
+        before = [ms for ms in before if ms]
+        now = record.median_ms
+        if not before or not now:
+            continue
+        typical = statistics.median(before)
+        if max(now / typical, typical / now) >= OUTLYING_FACTOR:
+            out.append((bench_id, now, typical))
+    return out
 
 
 def git_commit_info(cwd: Path) -> dict:

@@ -15,6 +15,7 @@ GITHUB_SUMMARY = "GITHUB_STEP_SUMMARY"
 def write_outputs(state, reporter, *, interrupted: bool) -> bool:
     """Write what the settings ask for; True when something could not be written."""
     from pytest_tesserabench.baseline import BaselineError
+    from pytest_tesserabench.units import format_ms
 
     settings = state.settings
     failed = False
@@ -44,7 +45,7 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             say(f"tesserabench: nothing saved to baseline {settings.save}: the run was interrupted", yellow=True)
             return failed
         try:
-            path, saved = state.save_baseline()
+            path, saved, outlying = state.save_baseline()
         except (BaselineError, OSError) as exc:
             error(f"--bench-save={settings.save}: nothing saved: {exc}")
         else:
@@ -54,6 +55,13 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                 say(f"tesserabench: saved {saved} benchmark(s) to {path}{left_out}")
             else:
                 say(f"tesserabench: nothing saved to {path}: no passing benchmark")
+            for bench_id, now, typical in outlying:
+                say(
+                    f"tesserabench: {bench_id}: {format_ms(now)} in this run, {now / typical:.2g}x the median of the "
+                    f"baseline's earlier runs ({format_ms(typical)}); unless its code changed, the machine was busy: "
+                    f"record again on a quiet one (`tesserabench show {settings.save}` lists the runs)",
+                    yellow=True,
+                )
     return failed
 
 

@@ -148,15 +148,17 @@ class BenchSession:
 
         files.write_atomic(self.settings.json_path, self.document().to_text(samples=True))
 
-    def save_baseline(self) -> tuple[Path, int]:
-        """Append the passed tests' records to the --bench-save baseline; (path, records saved)."""
+    def save_baseline(self) -> tuple[Path, int, list[tuple[str, float, float]]]:
+        """Append the passed tests' records to the --bench-save baseline; (path, records saved,
+        the saved benchmarks far from the baseline's earlier runs: baseline.outlying)."""
         from pytest_tesserabench import baseline
 
         key = self.context.machine_key
+        path = baseline.baseline_path(self.settings.bench_dir, self.settings.save, key)
         passed = {i: r for i, r in self.records.items() if r.outcome == "passed"}
         if not passed:
-            return baseline.baseline_path(self.settings.bench_dir, self.settings.save, key), 0
-        path = baseline.save_run(
-            self.settings.bench_dir, self.settings.save, key, self.document(passed), history=self.settings.history
-        )
-        return path, len(passed)
+            return path, 0, []
+        run = self.document(passed)
+        earlier = baseline.load_runs(path) if path.is_file() else []
+        path = baseline.save_run(self.settings.bench_dir, self.settings.save, key, run, history=self.settings.history)
+        return path, len(passed), baseline.outlying(run, earlier)

@@ -162,3 +162,23 @@ def test_bench_dir_and_threshold_options(project, monkeypatch, tmp_path):
     result = project.runpytest("--bench-compare=nightly", f"--bench-dir={store}", "--bench-threshold=50", *ARGS)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["*UNCHANGED*+[23]?.?% [[]+*"])
+
+
+def test_a_saved_figure_far_from_the_baselines_earlier_runs_is_warned_about_and_kept(project, monkeypatch):
+    for run in range(2):
+        monkeypatch.setenv("RUN", str(run))
+        project.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=3)
+        assert "earlier runs" not in project.runpytest("--bench-save=other", *ARGS).stdout.str()
+    monkeypatch.setenv("RUN", "2")
+    monkeypatch.setenv("SLOWER_b", "3")  # one run of one benchmark on a busy machine
+    result = project.runpytest("--bench-save=main", *ARGS)
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "tesserabench: test_kernels.py::test_work[[]b[]]: *.* ms in this run, *x the median of the baseline's "
+            "earlier runs (*.* ms); unless its code changed, the machine was busy: record again on a quiet one "
+            "(`tesserabench show main` lists the runs)"
+        ]
+    )
+    assert "test_work[[]a[]]: " not in result.stdout.str()
+    assert len(json.loads(baseline_file(project).read_text())["runs"]) == 3  # saved all the same
