@@ -70,6 +70,7 @@ class Bench:
         bus_factor=None,
         **kwargs,
     ):
+        __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
         # The same usage rules with or without --bench: a test that passes plainly must not fail
         # only once it is measured. A call is counted once its arguments are accepted.
         if not callable(fn):
@@ -105,6 +106,7 @@ class Bench:
         return None
 
     def _measure(self, fn, args, kwargs, *, flops, nbytes, name, comm=None):
+        __tracebackhide__ = True
         from pytest_tesserabench import profiling, sampling, timing  # numpy/scipy only once measuring
 
         if profiling.under_ncu():

@@ -132,6 +132,7 @@ class PassesMeasurer:
         self.passes = passes
 
     def measure(self, timer, budget, *, name, threshold, on_round=None, ranks=sampling.SOLO):
+        __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
         measurement = sampling.measure(timer, self.passes.budget(budget), on_round=on_round, ranks=ranks)
         return self.passes.measured(name, measurement, budget.target_ci), None
 

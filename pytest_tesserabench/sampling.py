@@ -104,6 +104,7 @@ def warm_up(
 ) -> Plan:
     """Warm up for ``budget.warmup`` seconds (at least one call), then calibrate the timer and
     size rounds to about ``max_time / ROUNDS_PER_BUDGET``; every rank agrees on both."""
+    __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
     start = clock()
     durations = []
     while True:  # at least one warm-up call: first-call costs (compilation, caches) stay out
@@ -124,6 +125,7 @@ def warm_up(
 
 def _timed_round(timer: Timer, plan: Plan, into: Measurement) -> list[float]:
     """The samples of one round; the time they left out waiting for a CPU goes into ``into``."""
+    __tracebackhide__ = True
     counted = ("run_queue_wait_ns", "others_cpu_ns", "others_wall_ns")  # CPU timers count them; device timers need not
     before = [getattr(timer, name, 0) for name in counted]
     samples = timer.round(plan.samples_per_round)
@@ -136,6 +138,7 @@ def _timed_round(timer: Timer, plan: Plan, into: Measurement) -> list[float]:
 
 def take_round(timer: Timer, plan: Plan, into: Measurement) -> float:
     """One round (of this process alone): its samples and median go into ``into``; returns the median (ms)."""
+    __tracebackhide__ = True
     samples = _timed_round(timer, plan, into)
     into.samples_ms.extend(samples)
     median = statistics.median(samples)
@@ -168,6 +171,7 @@ def measure(
     ``on_round(round medians so far, seconds measured, relative half-width of the median's 95%
     interval or None)`` is called after each round (the terminal's status line).
     """
+    __tracebackhide__ = True
     plan = plan or warm_up(timer, budget, clock=clock, ranks=ranks)
     result = start_measurement(timer, plan)
     measuring_since = clock()
@@ -209,4 +213,5 @@ class LocalMeasurer:
     def measure(
         self, timer: Timer, budget: Budget, *, name: str | None, threshold: float, on_round=None, ranks: Ranks = SOLO
     ):
+        __tracebackhide__ = True
         return measure(timer, budget, on_round=on_round, ranks=ranks), None

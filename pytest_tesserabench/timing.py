@@ -45,6 +45,7 @@ class CpuTimer:
 
     def time_once(self) -> float:
         """One untimed-looking warm-up call; returns its duration in seconds."""
+        __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
         t0 = time.perf_counter_ns()
         self.call()
         return (time.perf_counter_ns() - t0) * 1e-9
@@ -54,6 +55,7 @@ class CpuTimer:
         self.inner = max(1, math.ceil(self.MIN_SAMPLE_S / max(seconds_per_call, 1e-9) - 1e-9))
 
     def round(self, samples: int) -> list[float]:
+        __tracebackhide__ = True
         call, inner = self.call, self.inner
         loop = range(inner)
         clock = time.perf_counter_ns
@@ -107,6 +109,7 @@ class _CudaTimerBase:
         self.flush_buffer.zero_()
 
     def time_once(self) -> float:
+        __tracebackhide__ = True
         torch = self.torch
         torch.cuda.synchronize(self.device)
         t0 = time.perf_counter()
@@ -122,6 +125,7 @@ class CudaEventTimer(_CudaTimerBase):
     name = "cuda_event"
 
     def round(self, samples: int) -> list[float]:
+        __tracebackhide__ = True
         torch = self.torch
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
@@ -165,6 +169,7 @@ class CudaGraphTimer(_CudaTimerBase):
         torch.cuda.synchronize(self.device)
 
     def round(self, samples: int) -> list[float]:
+        __tracebackhide__ = True
         torch = self.torch
         if self.work_graph is None:
             try:

@@ -210,6 +210,7 @@ class ABLead:
 
     # -- the measurer ------------------------------------------------------------------------------
     def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
+        __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
         info = {"ref": self.reference.ref, "sha": self.reference.sha}
         test = self.test
         reached = {process: self._reached(process, name) for process in self._all()} if test else {}

@@ -101,6 +101,7 @@ class ServeLoop:
 
     # -- the measurer ------------------------------------------------------------------------------
     def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
+        __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
         measurement = sampling.Measurement(timer=timer.name)
         test = self.test
         if test is None:  # not a test the lead asked for (cannot happen in serve mode)

@@ -76,6 +76,7 @@ def test_non_callable_is_refused_with_a_hint(pytester):
     result = pytester.runpytest()
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*expects a function to measure*got int 3*not bench(fn(*args))*"])
+    assert "def __call__" not in result.stdout.str()  # the test's line, not the plugin's source
 
 
 def test_bad_flops_is_refused(pytester, fast):
@@ -258,3 +259,5 @@ def test_a_function_that_fails_while_measured_is_explained(pytester, fast, tmp_p
     result.stdout.fnmatch_lines(
         ["*MemoryError: out of memory*", "*raised by flaky during measurement (it passed its first call)*"]
     )
+    # the traceback goes from the test's bench() line to the raise, not through the plugin's frames
+    assert "pytest_tesserabench/" not in result.stdout.str().split("FAILURES")[1].split("short test summary")[0]
