@@ -225,6 +225,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.markdown_report import markdown_summary
+    from pytest_tesserabench.report.terminal import settle_line
 
     if len(args.runs) < 2:
         raise CommandError("compare needs at least two runs (files or baseline NAMEs), oldest first")
@@ -263,7 +264,10 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
         records=records,
         width=args.width,
     )
-    notes = _run_notes(new_runs[-1], suite)  # as the plugin's summary and reports say them
+    settle = None
+    if len(new_runs) == 1:  # run from the project's root, as CI does: its tests' paths are relative to it
+        settle = settle_line(verdicts, new_runs[0].benchmarks, old_runs, Path.cwd(), Path.cwd(), [])
+    notes = _run_notes(new_runs[-1], suite, settle)  # as the plugin's summary and reports say them
     lines += [Line(note, "red" if note.startswith("FAILED") else None) for note in notes]
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
     regressed = [v for v in verdicts.values() if v.failed]
@@ -280,14 +284,13 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     return EXIT_REGRESSED if regressed or (suite is not None and suite.failed) else EXIT_OK
 
 
-def _run_notes(run, suite) -> list[str]:
-    """What a run read from a file says about itself in a report, as the plugin's reports say it
-    (report.terminal.run_notes; the settle command needs the run's own command line)."""
+def _run_notes(run, suite, settle: str | None = None) -> list[str]:
+    """What a run read from a file says about itself in a report, in the order the plugin's
+    reports say it (report.terminal.run_notes): the CPU was shared, ``settle`` (the command that
+    settles its INCONCLUSIVE verdicts), its suite-wide shift."""
     from pytest_tesserabench.report.terminal import cpu_sharing_line
 
-    notes = [cpu_sharing_line(run.benchmarks.values())]
-    if suite is not None:
-        notes.append(suite.line())
+    notes = [cpu_sharing_line(run.benchmarks.values()), settle, suite.line() if suite is not None else None]
     return [note for note in notes if note]
 
 

@@ -8,6 +8,7 @@ then the middle of a name).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import (
@@ -248,17 +249,25 @@ CARRIED_OPTIONS = (
 
 
 def settle_by_ab_line(state, config) -> str | None:
-    """History mode: the command that decides its INCONCLUSIVE verdicts in one job, by A/B
-    against the commit the baseline's newest run was recorded at, to be run where this run was
-    (test paths relative to it, this run's measuring and judging options); None when there are
-    none, or this is not a git checkout."""
+    """History mode: the command that decides this run's INCONCLUSIVE verdicts in one job (see
+    settle_line), to be run where this run was, with this run's measuring and judging options."""
+    params = config.invocation_params
+    verdicts = state.all_verdicts()
+    return settle_line(verdicts, state.records, state.comparison.runs, state.context.rootdir, params.dir, params.args)
+
+
+def settle_line(verdicts, records, baseline_runs, rootdir: Path, where: Path, args) -> str | None:
+    """The command that decides the INCONCLUSIVE verdicts of ``records`` in one job, by A/B
+    against the commit the baseline's newest run was recorded at: test paths relative to
+    ``where``, the CARRIED_OPTIONS of the command line ``args``; None when there are none, or
+    ``rootdir`` is not a git checkout."""
     import os
     import shlex
 
     from pytest_tesserabench.ab import worktree
 
-    undecided = [i for i, v in state.all_verdicts().items() if v.status == "INCONCLUSIVE" and i in state.records]
-    commit = state.comparison.runs[-1].commit if state.comparison.runs else {}
+    undecided = [i for i, v in verdicts.items() if v.status == "INCONCLUSIVE" and i in records]
+    commit = baseline_runs[-1].commit if baseline_runs else {}
     sha = commit.get("sha")
     if not undecided or not sha:
         return None
@@ -268,17 +277,16 @@ def settle_by_ab_line(state, config) -> str | None:
             f"{head}: the baseline's newest run was recorded on a modified checkout of {sha[:12]}, so there is "
             "no commit to measure them beside in one job (--bench-ab=REF); record baselines on clean commits"
         )
-    here = worktree.has_commit(state.context.rootdir, sha)
+    here = worktree.has_commit(rootdir, sha)
     if here is None:
         return None
-    where = config.invocation_params.dir
     tests = []
-    for nodeid in dict.fromkeys(state.records[i].nodeid for i in undecided):
+    for nodeid in dict.fromkeys(records[i].nodeid for i in undecided):
         path, sep, rest = nodeid.partition("::")
-        tests.append(os.path.relpath(state.context.rootdir / path, where) + sep + rest)
+        tests.append(os.path.relpath(Path(rootdir) / path, where) + sep + rest)
     if len(tests) > MAX_NODEIDS:
         tests = list(dict.fromkeys(t.split("::")[0] for t in tests))
-    command = ["pytest", f"--bench-ab={sha[:12]}", *_carried(config.invocation_params.args), *tests]
+    command = ["pytest", f"--bench-ab={sha[:12]}", *_carried(args), *tests]
     fetch = "" if here else f" (this clone lacks that commit, a shallow clone's way: `git fetch origin {sha}` first)"
     return (
         f"{head}: measure them beside the baseline's commit in one job, which cancels the machine's drift: `"

@@ -265,7 +265,7 @@ def _git(path, *args):
 @pytest.mark.parametrize(
     "recorded_on", ["a clean commit", "a modified checkout", "a commit this clone lacks", "run from a subdirectory"]
 )
-def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytester, monkeypatch, recorded_on):
+def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytester, monkeypatch, capsys, recorded_on):
     monkeypatch.setenv("COLUMNS", "300")
     pytester.makeini("[pytest]\n")  # the rootdir, whichever directory pytest runs in
     pytester.mkdir("sub")
@@ -285,10 +285,11 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
         monkeypatch.chdir(pytester.path / "sub")
     monkeypatch.setenv("SHIFT", "1.3")  # a, b, c are INCONCLUSIVE (as in the test above)
     canary_reads(monkeypatch, 2.6)
-    summary = pytester.path / "summary.md"
+    summary, saved = pytester.path / "summary.md", pytester.path / "run.json"
     result = pytester.runpytest(
-        "--bench-compare=main", "--bench-passes", "1", "--bench-threshold", "6", f"--bench-md={summary}", *ARGS
-    )
+        "--bench-compare=main", "--bench-passes", "1", "--bench-threshold", "6", f"--bench-md={summary}",
+        f"--bench-json={saved}", *ARGS,
+    )  # fmt: skip
     result.stdout.fnmatch_lines(["a * INCONCLUSIVE *"])
     if recorded_on == "a modified checkout":  # the commit is not what was measured: no command
         said = f"3 INCONCLUSIVE: the baseline's newest run was recorded on a modified checkout of {sha[:12]}, *"
@@ -315,6 +316,15 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
             f"`pytest --bench-ab={sha[:12]} *`*"
         ]
     )
+    if recorded_on == "a clean commit":  # and `tesserabench compare`, run from the project's root
+        capsys.readouterr()
+        cli.main(["compare", "main", str(saved), "--dir", str(pytester.path / "baselines")])
+        pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(
+            [
+                f"3 INCONCLUSIVE: measure them beside *: `pytest --bench-ab={sha[:12]} "
+                "'sub/test_kernels.py::test_work[[]a[]]' 'sub/test_kernels.py::test_work[[]b[]]' *`"
+            ]
+        )
 
 
 @pytest.mark.parametrize("passes", ["1", "4"])
