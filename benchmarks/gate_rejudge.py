@@ -30,6 +30,12 @@ def main() -> int:
     parser.add_argument("kept", type=Path, help="the folder gate_real.py --keep wrote")
     parser.add_argument("--centres", default=",".join(gate._COMBINE_PASSES), help="the pass-combining rules to try")
     parser.add_argument(
+        "--pass-state",
+        choices=("on", "off", "both"),
+        default="on",
+        help="widen a benchmark's noise by the gap between a baseline run's two lowest passes (gate.PASS_STATE_NOISE)",
+    )
+    parser.add_argument(
         "--shared-cpu-rules",
         default="plugin",
         help="comma list of what holds a regression back as timed on a shared CPU: plugin (as the plugin "
@@ -43,9 +49,16 @@ def main() -> int:
     config = gate.GateConfig()
     reps = 0
     plugin_rules = {"wait": run_queue.SHARED, "neighbours": neighbours.SHARED_CPUS}
-    settings = [(rule, held) for rule in args.centres.split(",") for held in args.shared_cpu_rules.split(",")]
-    for rule, held in settings:
+    states = {"on": (True,), "off": (False,), "both": (True, False)}[args.pass_state]
+    settings = [
+        (rule, held, state)
+        for rule in args.centres.split(",")
+        for held in args.shared_cpu_rules.split(",")
+        for state in states
+    ]
+    for rule, held, state in settings:
         gate.PASS_CENTRE = rule
+        gate.PASS_STATE_NOISE = state
         never = float("inf")
         run_queue.SHARED = plugin_rules["wait"] if held in ("plugin", "wait") else never
         neighbours.SHARED_CPUS = plugin_rules["neighbours"] if held in ("plugin", "neighbours") else never
@@ -61,7 +74,7 @@ def main() -> int:
             for bench_id, verdict in verdicts.items():
                 workload = bench_id.split("[")[-1].rstrip("]")
                 outcomes.append((condition, mode, version, workload, verdict.status))
-        print(f"\n## run centre: the {rule} of the passes' centres; shared-CPU rules: {held}")
+        print(f"\n## run centre: the {rule} of the passes' centres; shared-CPU rules: {held}; pass states: {state}")
         gate_real.report(outcomes, argparse.Namespace(reps=reps, load="?", load_kind="?"))
         for mode, name in BASELINE_OF_MODE.items():
             model = run_effect.fit_baseline(_baseline_runs(args.kept, name)) if _has(args.kept, name) else None

@@ -187,3 +187,33 @@ def test_a_measured_order_that_is_not_the_files_ids_names_the_field(order):
         RunDocument.from_json(data)
     data["measured_order"] = ["t.py::b", "t.py::a"]  # any order of them all is the file's
     assert RunDocument.from_json(data).measured_order == ["t.py::b", "t.py::a"]
+
+
+def _passes_run(speeds_by_id: dict[str, tuple[float, ...]], level: float = 1.0) -> RunDocument:
+    """A run of four-pass records, 5 rounds a pass, each benchmark's passes at the given speeds."""
+    benchmarks = {}
+    for bench_id, speeds in speeds_by_id.items():
+        rounds = [level * s for s in speeds for _ in range(5)]
+        benchmarks[bench_id] = {"timer": "cpu", "rounds_ms": rounds, "sampling": {"passes": 4, "pass_rounds": [5] * 4}}
+    return RunDocument.from_json({"benchmarks": benchmarks})
+
+
+def test_a_process_state_the_baselines_passes_caught_widens_that_benchmarks_noise_alone():
+    steady = (1.0, 1.0, 1.0, 1.0)
+    # one run: the BLAS call at 1.14x in three passes of four, the others steady (run O's w_matmul)
+    state = _passes_run({IDS[0]: (1.14, 1.14, 1.14, 1.0), **{i: steady for i in IDS[1:]}})
+    variances = gate.pass_state_variances([state, _passes_run({i: steady for i in IDS})])
+    assert variances[IDS[0]] == pytest.approx((math.log(1.14) / 2) ** 2)
+    assert all(variances.get(i, 0.0) == 0.0 for i in IDS[1:])
+    # a slow stretch over two passes of every benchmark is the machine's: no one's own
+    stretch = _passes_run({i: (1.3, 1.3, 1.0, 1.0) for i in IDS})
+    assert gate.pass_state_variances([stretch]) == {}
+    # judged: the benchmark whose process sits in that state in a later run is not failed (the
+    # lowest pass of the baseline read it steady), and a real +30% elsewhere still is
+    baseline = [state, _passes_run({i: steady for i in IDS}), _passes_run({i: steady for i in IDS})]
+    candidate = [_passes_run({IDS[0]: (1.14,) * 4, IDS[1]: (1.3,) * 4, **{i: steady for i in IDS[2:]}})]
+    fitted = run_effect.fit(gate.run_centres(baseline), 3, [])
+    measured = {i: gate.log_centre(r) for i, r in candidate[0].benchmarks.items()}
+    shifts = {i: run_effect.candidate_shift(fitted, measured, i) for i in IDS}
+    verdicts = gate.compare_runs(candidate, baseline, model=fitted, shifts=shifts)
+    assert verdicts[IDS[0]].status != "REGRESSED" and verdicts[IDS[1]].status == "REGRESSED"
