@@ -361,6 +361,13 @@ MUTATIONS = (
         ("tests/plugin/test_passes.py",),
     ),
     Mutation(
+        "a process state the baseline's passes caught widens the noise",
+        "pytest_tesserabench/gate.py",
+        "gated.append((bench_id, nc, kernels, history, shift, states.get(bench_id, 0.0)))",
+        "gated.append((bench_id, nc, kernels, history, shift, 0.0))",
+        ("tests/gate/test_run_effect.py",),
+    ),
+    Mutation(
         "the suite-wide shift is known before the reports",
         PLUGIN,
         "        state.suite = state.suite_shift()  # (before the reports, which say it too)\n"
