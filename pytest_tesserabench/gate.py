@@ -551,7 +551,7 @@ def compare_runs(
     candidate_machine = candidate_runs[-1].machine if candidate_runs else {}
 
     verdicts: dict[str, Verdict] = {}
-    states = pass_state_variances(baseline_runs) if model is not None else {}
+    states = model.pass_states if model is not None else {}
     gated: list[tuple[str, NoiseComponents, Any, int, Any, float]] = []
     for bench_id in ids:
         cand, base = _records(candidate_runs, bench_id), _records(baseline_runs, bench_id)

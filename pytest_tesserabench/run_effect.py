@@ -21,7 +21,7 @@ not explain it (``suite_shift``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy import stats
@@ -38,6 +38,8 @@ class BaselineModel:
     run_shifts: tuple[float, ...]  # per baseline run (log), median 0
     residual_sd: float  # typical residual between-run sd of one run centre (log)
     canary_centre: float | None  # log ms, the baseline's canary (median over runs)
+    # benchmark id -> extra variance (log^2) of a process state its passes caught (gate.pass_state_variances)
+    pass_states: dict[str, float] = field(default_factory=dict)
 
     @property
     def shift_sd(self) -> float:
@@ -259,11 +261,13 @@ def pass_measured(records) -> list[dict[str, float]]:
 
 
 def fit_baseline(baseline_runs: list) -> BaselineModel | None:
-    """The model of a baseline's runs (their centres and canaries), or None (fit's conditions)."""
+    """The model of a baseline's runs (their centres, canaries and passes), or None (fit's
+    conditions); computed once per comparison, as everything here depends on the baseline alone."""
     from pytest_tesserabench import gate
 
     canaries = [math.log(c) for c in (gate.canary_centre([run]) for run in baseline_runs) if c]
-    return fit(gate.run_centres(baseline_runs), len(baseline_runs), canaries)
+    model = fit(gate.run_centres(baseline_runs), len(baseline_runs), canaries)
+    return None if model is None else replace(model, pass_states=gate.pass_state_variances(baseline_runs))
 
 
 def compare_run(candidate, baseline_runs: list, config) -> dict:

@@ -225,12 +225,12 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.markdown_report import markdown_summary
-    from pytest_tesserabench.report.terminal import settle_line
+    from pytest_tesserabench.report.terminal import report_notes, settle_line
 
     if len(args.runs) < 2:
         raise CommandError("compare needs at least two runs (files or baseline NAMEs), oldest first")
-    for path, flag in ((args.csv, "--csv"), (args.md, "--md")):
-        problem = files.check_writable_file(path) if path is not None else None
+    for path, flag, example in ((args.csv, "--csv", "results.csv"), (args.md, "--md", "summary.md")):
+        problem = files.check_writable_file(path, example=example) if path is not None else None
         if problem:
             raise CommandError(f"{flag}={path}: {problem}")
     sources = load_sources(args.runs, args.dir)
@@ -267,7 +267,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     settle = None
     if len(new_runs) == 1:  # run from the project's root, as CI does: its tests' paths are relative to it
         settle = settle_line(verdicts, new_runs[0].benchmarks, old_runs, Path.cwd(), Path.cwd(), [])
-    notes = _run_notes(new_runs[-1], suite, settle)  # as the plugin's summary and reports say them
+    notes = report_notes(new_runs[-1].benchmarks.values(), settle=settle, suite=suite)  # as the plugin's say them
     lines += [Line(note, "red" if note.startswith("FAILED") else None) for note in notes]
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
     regressed = [v for v in verdicts.values() if v.failed]
@@ -284,26 +284,17 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     return EXIT_REGRESSED if regressed or (suite is not None and suite.failed) else EXIT_OK
 
 
-def _run_notes(run, suite, settle: str | None = None) -> list[str]:
-    """What a run read from a file says about itself in a report, in the order the plugin's
-    reports say it (report.terminal.run_notes): the CPU was shared, ``settle`` (the command that
-    settles its INCONCLUSIVE verdicts), its suite-wide shift."""
-    from pytest_tesserabench.report.terminal import cpu_sharing_line
-
-    notes = [cpu_sharing_line(run.benchmarks.values()), settle, suite.line() if suite is not None else None]
-    return [note for note in notes if note]
-
-
 # -- report ---------------------------------------------------------------------------------------------
 def report_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench import files, run_effect
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.plots import PlotError, missing_dependency
+    from pytest_tesserabench.report.terminal import report_notes
 
     missing = missing_dependency()
     if missing:
         raise CommandError(missing)
-    problem = files.check_writable_file(args.output)
+    problem = files.check_writable_file(args.output, example="report.html")
     if problem:
         raise CommandError(f"-o {args.output}: {problem}")
     sources = load_sources([args.run, *args.baseline], args.dir)
@@ -319,7 +310,8 @@ def report_command(args: argparse.Namespace, out, err) -> int:
     else:  # a run made with --bench-compare keeps its verdicts
         verdicts = {i: r.verdict for i, r in run.benchmarks.items() if r.verdict is not None}
         described = None
-    data = ReportData(run=run, verdicts=verdicts, history=history, baseline=described, notes=_run_notes(run, suite))
+    notes = report_notes(run.benchmarks.values(), suite=suite)
+    data = ReportData(run=run, verdicts=verdicts, history=history, baseline=described, notes=notes)
     from pytest_tesserabench.report.html_report import html_report
 
     try:

@@ -98,15 +98,16 @@ def cpu_sharing_line(records) -> str | None:
     from pytest_tesserabench import neighbours, run_queue
 
     records = list(records)
-    waited = sum(record.cpu_wait()[0] for record in records)
-    timed = sum(record.cpu_wait()[1] for record in records)
+    sampled = [record.sampling for record in records if record.sampling is not None]
+    waits = [record.cpu_wait() for record in records]
+    waited, timed = sum(w for w, _ in waits), sum(t for _, t in waits)
     if timed > 0 and waited / timed >= run_queue.SHARED:
         return (
             f"the CPU was shared: the timing thread waited for it {waited:.1f} s ({waited / timed:.0%} of the timed "
             f"wall clock), left out of the figures; other processes still share caches and memory bandwidth"
         )
-    others_wall = sum(record.sampling.others_wall_s for record in records if record.sampling is not None)
-    others_cpu = sum(record.others_cpus() * record.sampling.others_wall_s for record in records if record.sampling)
+    others_wall = sum(s.others_wall_s for s in sampled)
+    others_cpu = sum(max(s.others_cpu_s, 0.0) for s in sampled)  # (as BenchRecord.others_cpus)
     if others_wall > 0 and others_cpu / others_wall >= neighbours.SHARED_CPUS:
         return (
             f"the CPU was shared: other processes kept {others_cpu / others_wall:.1f} CPUs busy while the benchmarks "
@@ -219,13 +220,18 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
 
 
 def run_notes(state, config) -> list[str]:
-    """What the summary says about the run under its tables, for the reports: the CPU was
-    shared, the command that settles its INCONCLUSIVE verdicts (not without ``config``), its
-    suite-wide shift, baseline tests it did not run."""
-    lines = [cpu_sharing_line(state.records.values())]
-    if state.comparison is not None:
-        lines += [settle_by_ab_line(state, config) if config is not None else None, suite_line(state)]
-        lines.append(not_run_line(state))
+    """What the summary says about this session's run under its tables, for the reports (see
+    report_notes); the settle command not without ``config``."""
+    if state.comparison is None:
+        return report_notes(state.records.values())
+    settle = settle_by_ab_line(state, config) if config is not None else None
+    return report_notes(state.records.values(), settle=settle, suite=state.suite, not_run=not_run_line(state))
+
+
+def report_notes(records, *, settle: str | None = None, suite=None, not_run: str | None = None) -> list[str]:
+    """What a run says about itself, in the summary's order: the CPU was shared, ``settle`` (the
+    command that settles its INCONCLUSIVE verdicts), its ``suite``-wide shift, ``not_run``."""
+    lines = [cpu_sharing_line(records), settle, suite.line() if suite is not None else None, not_run]
     return [line for line in lines if line]
 
 

@@ -212,7 +212,7 @@ def test_a_process_state_the_baselines_passes_caught_widens_that_benchmarks_nois
     # lowest pass of the baseline read it steady), and a real +30% elsewhere still is
     baseline = [state, _passes_run({i: steady for i in IDS}), _passes_run({i: steady for i in IDS})]
     candidate = [_passes_run({IDS[0]: (1.14,) * 4, IDS[1]: (1.3,) * 4, **{i: steady for i in IDS[2:]}})]
-    fitted = run_effect.fit(gate.run_centres(baseline), 3, [])
+    fitted = run_effect.fit_baseline(baseline)  # (as the plugin fits it: with its passes)
     measured = {i: gate.log_centre(r) for i, r in candidate[0].benchmarks.items()}
     shifts = {i: run_effect.candidate_shift(fitted, measured, i) for i in IDS}
     verdicts = gate.compare_runs(candidate, baseline, model=fitted, shifts=shifts)

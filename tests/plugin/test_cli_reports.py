@@ -134,3 +134,8 @@ def test_plotting_no_records_is_a_plot_error():
 
     with pytest.raises(PlotError, match="no measured benchmark"):
         group_plots([], verdicts={}, history=[], current=RunDocument(benchmarks={}))
+
+
+def test_report_into_a_folder_is_told_an_html_file(runs, tmp_path, capsys):
+    assert main(["report", str(runs[0][0]), "-o", str(tmp_path)]) == 2
+    assert f"is a directory; give a file path like {tmp_path / 'report.html'}" in capsys.readouterr().err
