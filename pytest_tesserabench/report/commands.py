@@ -265,8 +265,9 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
         width=args.width,
     )
     settle = None
-    if len(new_runs) == 1:  # run from the project's root, as CI does: its tests' paths are relative to it
-        settle = settle_line(verdicts, new_runs[0].benchmarks, old_runs, Path.cwd(), Path.cwd(), [])
+    root = _project_root(new_runs[0].benchmarks.values(), args.dir) if len(new_runs) == 1 else None
+    if root is not None:  # the tests named from here, as the plugin names them from where pytest ran
+        settle = settle_line(verdicts, new_runs[0].benchmarks, old_runs, root, Path.cwd(), [])
     notes = report_notes(new_runs[-1].benchmarks.values(), settle=settle, suite=suite)  # as the plugin's say them
     lines += [Line(note, "red" if note.startswith("FAILED") else None) for note in notes]
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
@@ -282,6 +283,20 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
         files.write_atomic(args.csv, across_runs_csv(runs, labels, verdicts))
         print(f"wrote {len(runs)} run(s) as CSV rows to {args.csv}", file=err)
     return EXIT_REGRESSED if regressed or (suite is not None and suite.failed) else EXIT_OK
+
+
+def _project_root(records, baselines_dir: Path) -> Path | None:
+    """The directory a run's node ids are relative to (pytest's rootdir): the parent of the
+    baselines root (the plugin's default, <rootdir>/baselines), the current directory or one above
+    it, the first under which the tests' files exist; None when none of them has them."""
+    files = {record.nodeid.partition("::")[0] for record in records}
+    if not files:
+        return None
+    here = Path.cwd()
+    for candidate in (baselines_dir.resolve().parent, here, *here.parents):
+        if all((candidate / name).is_file() for name in files):
+            return candidate
+    return None
 
 
 # -- report ---------------------------------------------------------------------------------------------

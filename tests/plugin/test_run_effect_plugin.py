@@ -1,6 +1,8 @@
 """History mode's run-effect model through the plugin: five benchmarks on fake clocks whose runs
 share a drift (as a real machine's runs do), a three-run baseline, then candidate runs."""
 
+import shutil
+
 import pytest
 
 from pytest_tesserabench import canary, cli
@@ -26,6 +28,9 @@ def fake_clock(monkeypatch):
     # OTHERS: CPUs other processes keep busy beside the benchmark (none unless set)
     others = float(os.environ.get("OTHERS", "0"))
     monkeypatch.setattr(neighbours, "others_clock", lambda: (lambda: (int(others * now[0]), now[0]), lambda: None))
+    # WORKERS: the share of the wall clock the process's worker threads wait for a CPU (none unless set)
+    workers = float(os.environ.get("WORKERS", "0"))
+    monkeypatch.setattr(run_queue, "workers_wait_clock", lambda: (lambda: int(workers * now[0]), lambda: None))
     return now
 
 @pytest.mark.parametrize("name", ["a", "b", "c", "d", "e"])
@@ -136,6 +141,31 @@ def test_a_regression_timed_on_a_shared_cpu_stands_with_a_note(baseline, monkeyp
     capsys.readouterr()
     assert cli.main(["compare", "main", "shared.json", "--dir", str(baseline.path / "baselines")]) == 1
     pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines([*noted, "the CPU was shared: *"])
+
+
+def test_a_regression_whose_worker_threads_waited_for_a_cpu_is_held_back(baseline, monkeypatch, capsys):
+    # A thread pool (BLAS, torch) whose workers waited for CPUs other processes held: their wait is
+    # in the figure, so a slowdown may be the load's; the same wait under 5% is ordinary scheduling.
+    monkeypatch.setenv("SLOWER_c", "1.3")
+    monkeypatch.setenv("WORKERS", "0.03")
+    result = baseline.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=4, failed=1)
+    assert "worker threads" not in result.stdout.str()
+    monkeypatch.setenv("WORKERS", "0.4")
+    result = baseline.runpytest("--bench-compare=main", "--bench-json=workers.json", *ARGS)
+    result.assert_outcomes(passed=5)
+    held = [
+        "c * INCONCLUSIVE *",
+        "*its worker threads waited 40% of the timed wall clock for a CPU other processes held: the figure depends "
+        "on the load*",
+    ]
+    result.stdout.fnmatch_lines(held)
+    result.stdout.fnmatch_lines(["the CPU was shared: the worker threads of 5 benchmark(s) waited for a CPU *"])
+    assert "REGRESSED" not in result.stdout.str()
+    # the saved run judged again from its file is held back alike
+    capsys.readouterr()
+    assert cli.main(["compare", "main", "workers.json", "--dir", str(baseline.path / "baselines")]) == 0
+    pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(held)
 
 
 def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch, capsys):
@@ -265,7 +295,9 @@ def _git(path, *args):
 @pytest.mark.parametrize(
     "recorded_on", ["a clean commit", "a modified checkout", "a commit this clone lacks", "run from a subdirectory"]
 )
-def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytester, monkeypatch, capsys, recorded_on):
+def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(
+    pytester, monkeypatch, capsys, tmp_path, recorded_on
+):
     monkeypatch.setenv("COLUMNS", "300")
     pytester.makeini("[pytest]\n")  # the rootdir, whichever directory pytest runs in
     pytester.mkdir("sub")
@@ -316,15 +348,21 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(pytest
             f"`pytest --bench-ab={sha[:12]} *`*"
         ]
     )
-    if recorded_on == "a clean commit":  # and `tesserabench compare`, run from the project's root
-        capsys.readouterr()
+    if recorded_on in ("a clean commit", "run from a subdirectory"):  # and `tesserabench compare`,
+        capsys.readouterr()  # the tests named from where it runs
         cli.main(["compare", "main", str(saved), "--dir", str(pytester.path / "baselines")])
         pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(
             [
                 f"3 INCONCLUSIVE: measure them beside *: `pytest --bench-ab={sha[:12]} "
-                "'sub/test_kernels.py::test_work[[]a[]]' 'sub/test_kernels.py::test_work[[]b[]]' *`"
+                f"'{path}::test_work[[]a[]]' '{path}::test_work[[]b[]]' *`"
             ]
         )
+        # files copied elsewhere: no project to name the tests in, so no command rather than a wrong one
+        shutil.copytree(pytester.path / "baselines", tmp_path / "baselines")
+        monkeypatch.chdir(tmp_path)
+        cli.main(["compare", "main", str(saved)])
+        out = capsys.readouterr().out
+        assert "a " in out and "INCONCLUSIVE" in out and "measure them beside" not in out, out
 
 
 @pytest.mark.parametrize("passes", ["1", "4"])
