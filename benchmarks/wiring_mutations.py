@@ -376,41 +376,6 @@ MUTATIONS = (
         "        state.suite = state.suite_shift()\n",
         ("tests/plugin/test_run_effect_plugin.py",),
     ),
-    Mutation(
-        "the workers' wait reaches the record",
-        "pytest_tesserabench/fixture.py",
-        "                workers_wait_s=m.workers_wait_s,",
-        "",
-        ("tests/plugin/test_run_effect_plugin.py",),
-    ),
-    Mutation(
-        "the workers' wait is counted in a round",
-        "pytest_tesserabench/timing.py",
-        "            self.workers_wait_ns += workers() - workers_waited",
-        "            pass",
-        ("tests/plugin/test_worker_threads.py",),
-    ),
-    Mutation(
-        "the workers' wait survives pooling the passes",
-        "pytest_tesserabench/passes.py",
-        "        workers_wait_s=sum(part.workers_wait_s for part in parts),",
-        "",
-        ("tests/plugin/test_worker_threads.py",),
-    ),
-    Mutation(
-        "a regression whose workers waited is held back",
-        "pytest_tesserabench/run_conditions.py",
-        "    verdicts = workers_waited(records, verdicts)\n",
-        "",
-        ("tests/plugin/test_worker_threads.py", "tests/plugin/test_run_effect_plugin.py"),
-    ),
-    Mutation(
-        "the workers' wait bar",
-        "pytest_tesserabench/run_conditions.py",
-        "or waited < run_queue.SHARED:",
-        "or waited > run_queue.SHARED:",
-        ("tests/plugin/test_worker_threads.py",),
-    ),
 )
 
 

@@ -210,7 +210,6 @@ class Bench:
                 run_queue_wait_s=m.run_queue_wait_s,
                 others_cpu_s=m.others_cpu_s,
                 others_wall_s=m.others_wall_s,
-                workers_wait_s=m.workers_wait_s,
                 passes=m.passes,
                 pass_rounds=tuple(m.pass_rounds),
             ),

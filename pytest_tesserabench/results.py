@@ -249,7 +249,6 @@ class Sampling:
     run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
     others_cpu_s: float = 0.0  # CPU time other processes used while the rounds were timed (neighbours)
     others_wall_s: float = 0.0  # the wall time of those rounds
-    workers_wait_s: float = 0.0  # the process's other threads (a thread pool) waited this long for a CPU, summed
     passes: int = 1  # interleaved passes over the suite the rounds were taken in
     pass_rounds: tuple[int, ...] = ()  # rounds per pass, in order (several passes; settling adds to the last)
 
@@ -276,9 +275,6 @@ class Sampling:
             ),
             others_wall_s=_number(
                 data.get("others_wall_s", 0.0), f"{where}.others_wall_s", nullable=False, low=0.0, high=1e9
-            ),
-            workers_wait_s=_number(
-                data.get("workers_wait_s", 0.0), f"{where}.workers_wait_s", nullable=False, low=0.0, high=1e9
             ),
             passes=_count(data.get("passes", 1), f"{where}.passes"),
             pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
@@ -492,12 +488,6 @@ class BenchRecord:
             return 0.0, 0.0
         waited = self.sampling.run_queue_wait_s
         return waited, waited + sum(self.samples_ms) * self.sampling.inner_loops / 1e3
-
-    def workers_waited(self) -> float:
-        """The wait of the process's other threads for a CPU, as a share of the timed wall clock
-        (summed over threads, so it can pass 1); 0 without sampling data or samples."""
-        _, timed = self.cpu_wait()
-        return self.sampling.workers_wait_s / timed if self.sampling is not None and timed > 0 else 0.0
 
     def others_cpus(self) -> float:
         """How many CPUs' worth of other processes' work ran while the rounds were timed (see

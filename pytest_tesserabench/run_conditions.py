@@ -1,10 +1,9 @@
 """What the run's own conditions say about its verdicts against a baseline.
 
-The rule (gate.py, run_effect.py) judges timings; four facts about how they were taken can
+The rule (gate.py, run_effect.py) judges timings; three facts about how they were taken can
 overrule or qualify it: the machine slowed under a benchmark (the canary timed right before it,
-overrules), worker threads that waited for a CPU other processes held (overrules a regression), a
-CPU other processes shared while it was timed (a note), and a baseline measured in another number
-of passes (overrules). The plugin applies them as it judges each test, and
+overrules), a CPU other processes shared while it was timed (a note), and a baseline measured in
+another number of passes (overrules). The plugin applies them as it judges each test, and
 `tesserabench compare` / `report` apply them to a run read from a file, so a run is judged alike
 either way.
 """
@@ -35,7 +34,6 @@ def review(
     verdicts = machine_moved(records, verdicts, start_canary_ms, threshold)
     if baseline_runs is None:
         return verdicts
-    verdicts = workers_waited(records, verdicts)
     verdicts = cpu_shared(records, verdicts)
     return passes_differ(records, verdicts, baseline_runs)
 
@@ -111,33 +109,6 @@ def cpu_shared(records: list[BenchRecord], verdicts: dict[str, Verdict]) -> dict
         if how is not None:
             note = f"timed on a CPU other processes shared ({how}): confirm it in one job with --bench-ab=REF"
             verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
-    return verdicts
-
-
-def workers_waited(records: list[BenchRecord], verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
-    """History mode: never a REGRESSED of a benchmark whose worker threads (a BLAS or torch
-    thread pool) waited notably for a CPU other processes held. Their wait lengthens the samples
-    as work would, and cannot be left out as the timing thread's is: the figure is the load's as
-    much as the code's (on the CI VM a 2-thread numpy matmul read +14% beside busy processes, and
-    raised all three of one run's false alarms against quiet baselines; docs/gate.md). The
-    verdict is INCONCLUSIVE and says how to settle it. A/B measures both sides under the load."""
-    verdicts = dict(verdicts)
-    for record in records:
-        verdict = verdicts.get(record.id)
-        waited = record.workers_waited()
-        if verdict is None or verdict.status != "REGRESSED" or verdict.reasons or waited < run_queue.SHARED:
-            continue
-        verdicts[record.id] = replace(
-            verdict,
-            status="INCONCLUSIVE",
-            severity=None,
-            notes=(
-                *verdict.notes,
-                f"its worker threads waited {waited:.0%} of the timed wall clock for a CPU other processes held: "
-                "the figure depends on the load",
-            ),
-            hint_text="confirm it in one job with --bench-ab=REF (both sides under one load), or on a quiet machine",
-        )
     return verdicts
 
 

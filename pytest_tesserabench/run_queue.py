@@ -9,12 +9,6 @@ CPU time: a thread that sleeps while its worker threads compute (a BLAS call) st
 sleep, so multi-threaded code reads as it does on the wall clock. Only being kept off the CPU by
 the scheduler is left out; hypervisor steal and a busy SMT sibling are not (nothing can see them).
 
-The wait of the process's other threads (a BLAS or torch thread pool's workers) cannot be left out:
-the timing thread sleeps or spins until they finish, so their wait lengthens its sample as work
-would. It is counted (``workers_wait_clock``) so that the gate knows the figure depended on the load
-(on the CI VM a 2-thread numpy matmul's worker waited 0.1% of the time quiet, 33-49% beside one or
-two busy processes, and read +14% slower after its timing thread's wait was left out).
-
 Elsewhere (macOS, Windows, a Linux without schedstat) the wait reads as 0, and samples are plain
 wall time.
 """
@@ -22,14 +16,12 @@ wall time.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
 
 _SCHEDSTAT = "/proc/thread-self/schedstat"
-_TASKS = "/proc/self/task"
 # Below this share of the timed wall clock, waiting for a CPU is ordinary scheduling; above it the
 # CPU was shared with other work (the summary says so, and a regression's verdict).
 SHARED = 0.05
@@ -41,39 +33,7 @@ def wait_clock() -> tuple[Callable[[], int], Callable[[], None]]:
     Open it in the thread that times (``thread-self`` is resolved when the file is opened) and
     close it when the round is over. A read costs one ``pread`` (0.6-0.9 us measured on the CI VM).
     """
-    return proc_reader(_SCHEDSTAT, 64, _run_delay) or unavailable()
-
-
-def workers_wait_clock() -> tuple[Callable[[], int], Callable[[], None]]:
-    """(read, close) for the process's threads other than the calling one, as they are when it is
-    opened: ``read()`` is their run-queue wait so far in ns, summed. Open it per round (a thread
-    pool started later is seen in the next); a thread that ends keeps its last reading."""
-    try:
-        me = str(threading.get_native_id())
-        tids = [tid for tid in os.listdir(_TASKS) if tid != me]
-    except OSError:
-        return unavailable()
-    readers = [proc_reader(f"{_TASKS}/{tid}/schedstat", 64, _run_delay) for tid in tids]
-    readers = [reader for reader in readers if reader is not None]
-    last = [read() for read, _ in readers]
-
-    def read() -> int:
-        for i, (read_one, _) in enumerate(readers):
-            try:
-                last[i] = read_one()
-            except (OSError, IndexError, ValueError):  # the thread has ended
-                pass
-        return sum(last)
-
-    def close() -> None:
-        for _, close_one in readers:
-            close_one()
-
-    return read, close
-
-
-def _run_delay(text: bytes) -> int:
-    return int(text.split()[1])
+    return proc_reader(_SCHEDSTAT, 64, lambda text: int(text.split()[1])) or unavailable()
 
 
 def proc_reader(path: str, size: int, parse: Callable[[bytes], T]) -> tuple[Callable[[], T], Callable[[], None]] | None:

@@ -5,8 +5,7 @@ milliseconds per call, with the device synchronised once at the end of the round
 
 - ``CpuTimer``: perf_counter_ns around a calibrated inner loop, garbage collector off, less the
   time the thread waited for a CPU (``run_queue``: another process took it); the CPU other
-  processes used meanwhile is counted too (``neighbours``), and the wait of the process's other
-  threads (a thread pool's workers), for the gate to know the machine was shared.
+  processes used meanwhile is counted too (``neighbours``), for the gate to know the machine was shared.
 - ``CudaEventTimer``: CUDA events around each repetition; the L2 cache is flushed before each
   repetition by writing a buffer twice the L2 size, outside the timed window.
 - ``CudaGraphTimer``: the repetitions (flushes included) are captured in a CUDA graph and replayed;
@@ -43,7 +42,6 @@ class CpuTimer:
         self.run_queue_wait_ns = 0  # left out of the samples so far: time spent waiting for a CPU
         self.others_cpu_ns = 0  # CPU time other processes used during the rounds so far
         self.others_wall_ns = 0  # ... and those rounds' wall time
-        self.workers_wait_ns = 0  # the process's other threads waited this long for a CPU (not left out)
 
     def time_once(self) -> float:
         """One untimed-looking warm-up call; returns its duration in seconds."""
@@ -63,12 +61,10 @@ class CpuTimer:
         clock = time.perf_counter_ns
         waited, close = run_queue.wait_clock()
         others, close_others = neighbours.others_clock()
-        workers, close_workers = run_queue.workers_wait_clock()
         out = []
         gc_was_enabled = gc.isenabled()
         gc.disable()  # a collection inside a sample would be billed to the kernel
         others_cpu, others_wall = others()
-        workers_waited = workers()
         try:
             for _ in range(samples):
                 # The wait is read inside the timed window: a preemption between a read and the
@@ -84,8 +80,6 @@ class CpuTimer:
             cpu, wall = others()
             self.others_cpu_ns += cpu - others_cpu
             self.others_wall_ns += wall - others_wall
-            self.workers_wait_ns += workers() - workers_waited
-            close_workers()
             close_others()
             close()
             if gc_was_enabled:

@@ -101,28 +101,19 @@ def cpu_sharing_line(records) -> str | None:
     sampled = [record.sampling for record in records if record.sampling is not None]
     waits = [record.cpu_wait() for record in records]
     waited, timed = sum(w for w, _ in waits), sum(t for _, t in waits)
-    others_wall = sum(s.others_wall_s for s in sampled)
-    others_cpu = sum(max(s.others_cpu_s, 0.0) for s in sampled)  # (as BenchRecord.others_cpus)
     if timed > 0 and waited / timed >= run_queue.SHARED:
-        line = (
+        return (
             f"the CPU was shared: the timing thread waited for it {waited:.1f} s ({waited / timed:.0%} of the timed "
             f"wall clock), left out of the figures; other processes still share caches and memory bandwidth"
         )
-    elif others_wall > 0 and others_cpu / others_wall >= neighbours.SHARED_CPUS:
-        line = (
+    others_wall = sum(s.others_wall_s for s in sampled)
+    others_cpu = sum(max(s.others_cpu_s, 0.0) for s in sampled)  # (as BenchRecord.others_cpus)
+    if others_wall > 0 and others_cpu / others_wall >= neighbours.SHARED_CPUS:
+        return (
             f"the CPU was shared: other processes kept {others_cpu / others_wall:.1f} CPUs busy while the benchmarks "
             f"were timed; they share caches, memory bandwidth and SMT siblings with them"
         )
-    else:
-        line = None
-    starved = sum(record.workers_waited() >= run_queue.SHARED for record in records)
-    if starved:  # (their regressions are INCONCLUSIVE in history mode: run_conditions.workers_waited)
-        workers = (
-            f"the worker threads of {starved} benchmark(s) waited for a CPU other processes held, "
-            "which their figures include"
-        )
-        line = f"{line}; {workers}" if line else f"the CPU was shared: {workers}"
-    return line
+    return None
 
 
 def render_summary(records, **kwargs) -> str:

@@ -3,8 +3,7 @@ test files)."""
 
 # A fake CPU-timer clock: a kernel advances it by what it "takes", so figures and verdicts do not
 # depend on how busy the machine is; the wait for a CPU reads 0 (a real one would be subtracted
-# from fake samples), and no neighbours or waiting worker threads are seen (the other xdist worker
-# would add notes).
+# from fake samples), and no neighbours are seen (the other xdist worker would add notes).
 # Needs `time`, `pytest` and `from pytest_tesserabench import run_queue`.
 FAKE_CLOCK = """
 @pytest.fixture
@@ -15,7 +14,6 @@ def fake_clock(monkeypatch):
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
     monkeypatch.setattr(run_queue, "wait_clock", run_queue.unavailable)  # no real waits on a fake clock
     monkeypatch.setattr(neighbours, "others_clock", neighbours.unavailable)
-    monkeypatch.setattr(run_queue, "workers_wait_clock", run_queue.unavailable)
     return now
 """
 

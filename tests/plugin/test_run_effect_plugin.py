@@ -28,9 +28,6 @@ def fake_clock(monkeypatch):
     # OTHERS: CPUs other processes keep busy beside the benchmark (none unless set)
     others = float(os.environ.get("OTHERS", "0"))
     monkeypatch.setattr(neighbours, "others_clock", lambda: (lambda: (int(others * now[0]), now[0]), lambda: None))
-    # WORKERS: the share of the wall clock the process's worker threads wait for a CPU (none unless set)
-    workers = float(os.environ.get("WORKERS", "0"))
-    monkeypatch.setattr(run_queue, "workers_wait_clock", lambda: (lambda: int(workers * now[0]), lambda: None))
     return now
 
 @pytest.mark.parametrize("name", ["a", "b", "c", "d", "e"])
@@ -141,31 +138,6 @@ def test_a_regression_timed_on_a_shared_cpu_stands_with_a_note(baseline, monkeyp
     capsys.readouterr()
     assert cli.main(["compare", "main", "shared.json", "--dir", str(baseline.path / "baselines")]) == 1
     pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines([*noted, "the CPU was shared: *"])
-
-
-def test_a_regression_whose_worker_threads_waited_for_a_cpu_is_held_back(baseline, monkeypatch, capsys):
-    # A thread pool (BLAS, torch) whose workers waited for CPUs other processes held: their wait is
-    # in the figure, so a slowdown may be the load's; the same wait under 5% is ordinary scheduling.
-    monkeypatch.setenv("SLOWER_c", "1.3")
-    monkeypatch.setenv("WORKERS", "0.03")
-    result = baseline.runpytest("--bench-compare=main", *ARGS)
-    result.assert_outcomes(passed=4, failed=1)
-    assert "worker threads" not in result.stdout.str()
-    monkeypatch.setenv("WORKERS", "0.4")
-    result = baseline.runpytest("--bench-compare=main", "--bench-json=workers.json", *ARGS)
-    result.assert_outcomes(passed=5)
-    held = [
-        "c * INCONCLUSIVE *",
-        "*its worker threads waited 40% of the timed wall clock for a CPU other processes held: the figure depends "
-        "on the load*",
-    ]
-    result.stdout.fnmatch_lines(held)
-    result.stdout.fnmatch_lines(["the CPU was shared: the worker threads of 5 benchmark(s) waited for a CPU *"])
-    assert "REGRESSED" not in result.stdout.str()
-    # the saved run judged again from its file is held back alike
-    capsys.readouterr()
-    assert cli.main(["compare", "main", "workers.json", "--dir", str(baseline.path / "baselines")]) == 0
-    pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(held)
 
 
 def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline, monkeypatch, capsys):

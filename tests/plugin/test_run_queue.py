@@ -30,7 +30,6 @@ class FakeMachine:
         self.reads_open = 0
         monkeypatch.setattr(time, "perf_counter_ns", lambda: self.now_ns)
         monkeypatch.setattr(run_queue, "wait_clock", self.wait_clock)
-        monkeypatch.setattr(run_queue, "workers_wait_clock", run_queue.unavailable)
 
     def wait_clock(self):
         self.reads_open += 1
@@ -160,7 +159,6 @@ def shared_cpu(monkeypatch):
     state = {"now": 0, "waited": 0}
     monkeypatch.setattr(time, "perf_counter_ns", lambda: state["now"])
     monkeypatch.setattr(run_queue, "wait_clock", lambda: (lambda: state["waited"], lambda: None))
-    monkeypatch.setattr(run_queue, "workers_wait_clock", run_queue.unavailable)
     def kernel():  # 3 ms on the wall clock, 1 ms of it waiting for the CPU
         state["now"] += 3_000_000
         state["waited"] += 1_000_000
