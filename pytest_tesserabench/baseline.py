@@ -124,7 +124,7 @@ def load_baseline(path: Path, *, machine_key: str | None) -> Baseline | None:
 
 def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, history: int = DEFAULT_HISTORY) -> Path:
     """Append ``run`` (without samples and verdicts) to baseline NAME for this machine, keeping
-    the last ``history`` runs."""
+    the last ``history`` runs of each benchmark (``kept_runs``)."""
     from filelock import Timeout
 
     path = baseline_path(root, name, machine_key)
@@ -140,7 +140,7 @@ def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, histo
         with files.lock_for(path, timeout=LOCK_TIMEOUT_S):
             files.remove_stale_temporaries(path)
             existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
-            runs = [*(existing.runs if existing else []), entry][-history:]
+            runs = kept_runs([*(existing.runs if existing else []), entry], history)
             files.write_json(path, Baseline(name, machine_key, runs).to_json())
     except Timeout:
         raise BaselineError(
@@ -150,6 +150,20 @@ def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, histo
     except OSError as exc:
         raise BaselineError(f"{path}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return path
+
+
+def kept_runs(runs: list[RunDocument], history: int) -> list[RunDocument]:
+    """The runs (oldest first) among which each benchmark's last ``history`` are: a run goes when
+    every benchmark in it has ``history`` newer runs. Trimmed by run count, ten saves of one
+    benchmark (``-k``) would push every other benchmark out of the baseline (a new user's trial)."""
+    newer: dict[str, int] = {}
+    kept = []
+    for run in reversed(runs):
+        if any(newer.get(bench_id, 0) < history for bench_id in run.benchmarks):
+            kept.append(run)
+        for bench_id in run.benchmarks:
+            newer[bench_id] = newer.get(bench_id, 0) + 1
+    return kept[::-1]
 
 
 # A saved benchmark this many times slower or faster than the median of the baseline's earlier

@@ -92,7 +92,9 @@ def parse_name(text: Any) -> str:
     """A baseline name: it becomes a folder name, so plain characters and no paths. The one
     parser of names (options, the ``tesserabench`` command, baseline files)."""
     text = str(text)
-    if not NAME_RE.match(text) or set(text) == {"."}:
+    if set(text) == {"."}:
+        raise ValueError("is a path, not a name: use a plain name such as 'main'")
+    if not NAME_RE.match(text):
         raise ValueError("must match [A-Za-z0-9._-]+ (a plain name such as 'main', no paths)")
     if len(text) > MAX_NAME_LENGTH:
         raise ValueError(f"is {len(text)} characters long; at most {MAX_NAME_LENGTH}")

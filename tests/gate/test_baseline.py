@@ -39,9 +39,18 @@ def test_good_names(name):
     assert validate_name(name) == name
 
 
-@pytest.mark.parametrize("name", ["", ".", "..", "a/b", "../x", "a b", "ä", "x\\y"])
+@pytest.mark.parametrize("name", ["", "a/b", "../x", "a b", "ä", "x\\y"])
 def test_bad_names_are_refused_with_the_rule(name):
     with pytest.raises(BaselineError, match=r"\[A-Za-z0-9._-\]\+"):
+        validate_name(name)
+    with pytest.raises(BaselineError):
+        baseline_path("root", name, KEY)
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+def test_the_current_or_parent_folder_is_refused_as_a_path(name):
+    # (they match the rule's characters: saying the rule would not say why)
+    with pytest.raises(BaselineError, match=f"'{name}' is not allowed: it is a path, not a name"):
         validate_name(name)
     with pytest.raises(BaselineError):
         baseline_path("root", name, KEY)
@@ -64,6 +73,23 @@ def test_save_appends_keeps_history_and_strips_samples(tmp_path):
     loaded = load_baseline(path, machine_key=KEY)
     assert [run.started for run in loaded.runs] == ["t1", "t2", "t3"] and loaded.name == "main"
     assert sorted(p.name for p in path.parent.iterdir()) == [f"{KEY}.json"]  # no lock file beside it
+
+
+def test_history_is_kept_per_benchmark_so_a_save_of_one_does_not_push_the_others_out(tmp_path):
+    def run(i, *ids):
+        data = run_dict(i)
+        data["benchmarks"] = {bench_id: {"timer": "cpu", "rounds_ms": [1.0], "samples_ms": [1.0]} for bench_id in ids}
+        return RunDocument.from_json(data)
+
+    save_run(tmp_path, "main", KEY, run(0, "t::a", "t::b"), history=2)
+    save_run(tmp_path, "main", KEY, run(1, "t::a", "t::b"), history=2)
+    for i in range(2, 5):  # three saves of t::a alone (-k)
+        path = save_run(tmp_path, "main", KEY, run(i, "t::a"), history=2)
+    kept = load_runs(path)
+    # t::b keeps its last two runs, which hold t::a too; t::a its last two
+    assert [r.started for r in kept] == ["t0", "t1", "t3", "t4"]
+    path = save_run(tmp_path, "main", KEY, run(5, "t::a", "t::b"), history=2)
+    assert [r.started for r in load_runs(path)] == ["t1", "t4", "t5"]
 
 
 def test_the_callers_run_is_not_modified(tmp_path):
