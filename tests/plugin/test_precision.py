@@ -44,3 +44,22 @@ def test_device_support():
     assert fp8.unsupported_reason((9, 0)) is None
     assert Precision.parse("bf16").unsupported_reason((7, 5)) is not None
     assert fp8.unsupported_reason(None) is None  # CPU/interpreter emulates every type
+
+
+@pytest.mark.parametrize("k", [256, 2048])
+def test_fp32_matmul_passes_its_own_policy_against_fp64_at_any_length(k):
+    # A fixed atol of 1e-5 failed torch's own fp32 matmul at K >= 256 (max error 5e-5 to 2e-4):
+    # the absolute tolerance follows the reference's magnitude.
+    torch = pytest.importorskip("torch")
+    from pytest_tesserabench import accuracy
+
+    generator = torch.Generator().manual_seed(k)
+    a, b = torch.randn(128, k, generator=generator), torch.randn(k, 128, generator=generator)
+    result = accuracy.compare(a @ b, a.double() @ b.double(), "fp32")
+    assert result["ok"], accuracy.failure_message(result)
+    # ... and still catches a real error: one element off by 1e-3 of the rms
+    wrong = (a @ b).clone()
+    wrong[3, 5] += 1e-3 * float((a.double() @ b.double()).pow(2).mean().sqrt())
+    result = accuracy.compare(wrong, a.double() @ b.double(), "fp32")
+    assert not result["ok"] and result["mismatched"] == 1
+    assert "x the reference's rms magnitude" in accuracy.failure_message(result)
