@@ -372,10 +372,12 @@ MUTATIONS = (
         PLUGIN,
         "        state.suite = state.suite_shift()  # (before the reports, which say it too)\n"
         "        failed = write_outputs(\n"
-        "            state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, tests_failed=session.testsfailed\n"
+        "            state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, "
+        "tests_failed=session.testsfailed\n"
         "        )\n",
         "        failed = write_outputs(\n"
-        "            state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, tests_failed=session.testsfailed\n"
+        "            state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, "
+        "tests_failed=session.testsfailed\n"
         "        )\n"
         "        state.suite = state.suite_shift()\n",
         ("tests/plugin/test_run_effect_plugin.py",),

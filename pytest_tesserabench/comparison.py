@@ -70,6 +70,12 @@ class BaselineComparison:
     def path(self) -> Path | None:
         return self.baseline.path
 
+    def passes(self) -> list[int]:
+        """The numbers of interleaved passes the baseline's runs measured in, sorted."""
+        return sorted(
+            {r.sampling.passes for run in self.runs for r in run.benchmarks.values() if r.sampling is not None}
+        )
+
     def describe(self) -> str:
         what = "timings and kernel figures" if self.same_machine else "kernel figures only (another machine)"
         return f"{self.settings.compare} ({self.path}, {len(self.runs)} run(s); {what})"

@@ -151,13 +151,13 @@ def passes_differ(
             f"measured in {record.sampling.passes} pass(es), the baseline's runs in "
             f"{' or '.join(map(str, theirs))}: the two are centred differently"
         )
-        judged = verdict.status in ("REGRESSED", "IMPROVED", "UNCHANGED")
+        timed = verdict.status in ("REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE")
         verdicts[record.id] = replace(
             verdict,
-            status="INCONCLUSIVE" if judged else verdict.status,
-            severity=None if judged else verdict.severity,
+            status="INCONCLUSIVE" if timed else verdict.status,
+            severity=None if timed else verdict.severity,
             notes=(*verdict.notes, note),
-            hint_text=SAME_PASSES if judged else verdict.hint_text,
+            hint_text=SAME_PASSES if timed else verdict.hint_text,  # the cause, whatever else the rule saw
         )
     return verdicts
 

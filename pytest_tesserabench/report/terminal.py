@@ -134,7 +134,7 @@ def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
 
 def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
-    from pytest_tesserabench import interpret
+    from pytest_tesserabench import interpret, run_conditions
 
     settings = state.settings
     interpreting = interpret.interpreting()
@@ -156,6 +156,14 @@ def header_lines(state, interpret_switch) -> list[str]:
         )
     elif state.passes_not_possible is not None:
         lines.append(f"tesserabench: one pass over the benchmark tests: {state.passes_not_possible}")
+    theirs = state.comparison.passes() if state.comparison is not None and state.comparison.same_machine else []
+    ours = state.passes.total if state.passes is not None else 1
+    if theirs and theirs != [ours]:  # (run_conditions.passes_differ makes every timing verdict INCONCLUSIVE)
+        lines.append(
+            f"tesserabench: WARNING: the baseline's runs measured in {' or '.join(map(str, theirs))} pass(es), this "
+            f"run in {ours}: no timing can be judged against them (kernel figures still are); "
+            + run_conditions.SAME_PASSES
+        )
     if state.reference is not None:
         processes = settings.ab_processes
         served = f"{processes} served processes per side" if processes > 1 else "one served process per side"

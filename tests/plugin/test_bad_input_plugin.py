@@ -40,7 +40,10 @@ def test_extra_info_that_is_not_json_fails_its_test_only(pytester, fast, tmp_pat
     assert sorted(json.loads(out.read_text())["benchmarks"]) == ["test_x.py::test_one", "test_x.py::test_two"]
     # a baseline is a run whose tests all passed: this one is not saved, and says how to save it
     result.stdout.fnmatch_lines(
-        ["*nothing saved to baseline main: 1 test(s) failed; fix them, or deselect them (-k, --deselect), and save again"]
+        [
+            "*nothing saved to baseline main: 1 test(s) failed; fix them, or deselect them (-k, --deselect), "
+            "and save again"
+        ]
     )
     assert not key_file(pytester).exists()
 

@@ -192,6 +192,33 @@ def test_a_comparison_across_different_numbers_of_passes_gives_no_timing_verdict
         ]
     )
     result.stdout.fnmatch_lines(["*record the baseline and compare with the same --bench-passes (a run under -n*"])
+    # said up front, before minutes of measuring, and as the hint of every timing verdict
+    result.stdout.fnmatch_lines(
+        [
+            "tesserabench: WARNING: the baseline's runs measured in 4 pass(es), this run in 1: no timing can be "
+            "judged against them (kernel figures still are); record the baseline and compare with the same *",
+            "collected *",
+        ]
+    )
+    result = pytester.runpytest("--bench-compare=main", "--bench-passes=1", "--bench-json=run.json", *ARGS)
+    records = json.loads((pytester.path / "run.json").read_text())["benchmarks"].values()
+    hints = [r["verdict"]["hint_text"] for r in records]
+    assert len(hints) == 3 and all(h.startswith("record the baseline and compare with the same") for h in hints)
     result = pytester.runpytest("--bench-compare=main", *ARGS)  # alike: judged, nothing said
-    assert "the baseline's runs in" not in result.stdout.str()
+    assert "the baseline's runs in" not in result.stdout.str() and "WARNING" not in result.stdout.str()
     result.stdout.fnmatch_lines(["a * UNCHANGED *"])
+
+
+def test_an_undecided_verdict_across_different_numbers_of_passes_is_given_that_cause():
+    # Whatever else the rule saw (drift, the canary), the passes are why no timing is judged.
+    from pytest_tesserabench import run_conditions
+    from pytest_tesserabench.results import BenchRecord, RunDocument, Sampling, Verdict
+
+    def record(passes):
+        return BenchRecord("t.py::test_a", None, "t.py::test_a", "cpu", [1.0], None, sampling=Sampling(passes=passes))
+
+    baseline_run = RunDocument(benchmarks={"t.py::test_a": record(4)})
+    mine = record(1)
+    undecided = Verdict(mine.id, status="INCONCLUSIVE", hint_text="re-run on a quieter machine")
+    judged = run_conditions.passes_differ([mine], {mine.id: undecided}, [baseline_run])[mine.id]
+    assert judged.status == "INCONCLUSIVE" and judged.hint_text == run_conditions.SAME_PASSES
