@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tesserabench", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,report,show,scaling,inspect,tune}")
 
-    from pytest_tesserabench.report.commands import add_gate_arguments
+    from pytest_tesserabench.report.commands import BASELINES_HELP, add_gate_arguments
 
     compare = sub.add_parser(
         "compare",
@@ -76,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="List the runs of baseline NAME, one table per machine.",
     )
     show.add_argument("name", type=_name, help="the baseline name given to --bench-save")
-    show.add_argument("--dir", type=Path, default=Path("baselines"), help="baselines root (default ./baselines)")
+    show.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
     show.add_argument("--machine", metavar="KEY", help="only this machine key (default: every machine)")
     show.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
 
@@ -245,6 +245,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse already printed the usage error
         return EXIT_USAGE if exc.code else EXIT_OK
+    if "dir" in args and args.dir is None:
+        from pytest_tesserabench.report.commands import find_baselines_dir
+
+        args.dir = find_baselines_dir(Path.cwd())
     if getattr(args, "width", 0) is None:  # COLUMNS, else the terminal's, else 80 (a CI log)
         args.width = shutil.get_terminal_size((80, 24)).columns
     try:

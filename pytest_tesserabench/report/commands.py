@@ -114,9 +114,21 @@ def add_gate_arguments(parser: argparse.ArgumentParser, percent, alpha) -> None:
         action="store_true",
         help="divide out the machine-wide speed change measured by the canary",
     )
-    parser.add_argument(
-        "--dir", type=Path, default=Path("baselines"), help="baselines root for NAMEs (default ./baselines)"
-    )
+    parser.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
+
+
+BASELINES_HELP = "baselines root for NAMEs (default: baselines/ here or in the nearest folder above that has one)"
+
+
+def find_baselines_dir(start: Path) -> Path:
+    """The baselines root the plugin's default (<rootdir>/baselines) most likely is, from ``start``:
+    its ``baselines`` folder, or the nearest one above; ``start/baselines`` where there is none
+    (then its messages name that path)."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if (folder / "baselines").is_dir():
+            return folder / "baselines"
+    return start / "baselines"
 
 
 # -- compare ------------------------------------------------------------------------------------------

@@ -104,7 +104,18 @@ def test_show_missing_and_bad_names(tmp_path, capsys):
     assert "--bench-save=nope" in capsys.readouterr().err
     assert main(["show", "main", "--dir", str(tmp_path), "--machine", "other"]) == 2
     assert main(["show", "..", "--dir", str(tmp_path)]) == 2
-    assert "baseline name '..' must match" in capsys.readouterr().err
+    assert "baseline name '..' is a path, not a name" in capsys.readouterr().err
+
+
+def test_show_and_compare_find_the_baselines_from_a_subdirectory(files, tmp_path, capsys, monkeypatch):
+    # as the plugin's default, <rootdir>/baselines, is found from anywhere in the project
+    (tmp_path / "tests" / "deep").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "tests" / "deep")
+    assert main(["show", "main", "--width", "80"]) == 0
+    assert KEY in capsys.readouterr().out
+    monkeypatch.chdir(tmp_path.parent)  # no baselines/ here or above: the message names the path tried
+    assert main(["show", "main"]) == 2
+    assert f"under {tmp_path.parent / 'baselines'}" in capsys.readouterr().err
 
 
 def test_inspect_is_delegated(capsys):
