@@ -20,10 +20,12 @@ class Reference:
     sha: str
     path: Path  # the worktree
     repo: Path  # the repository's top level
-    dirty: int  # uncommitted changes in the working tree (the candidate)
+    dirty: int  # uncommitted changes in the working tree (the candidate), untracked files among them
 
     def describe(self) -> str:
-        tree = "the working tree" + (f" ({self.dirty} uncommitted change(s))" if self.dirty else "")
+        tree = "the working tree" + (
+            f" ({self.dirty} uncommitted change(s), untracked files included)" if self.dirty else ""
+        )
         return f"{tree} vs {self.ref} ({self.sha[:10]})"
 
 
@@ -48,7 +50,8 @@ def resolve(rootdir: Path, ref: str) -> tuple[Path, str, int]:
             f"--bench-ab={ref}: git knows no commit by that name; give a branch, tag or sha "
             "(e.g. --bench-ab=origin/main; in CI, fetch it first: git fetch origin main)"
         )
-    status = _git(repo, "status", "--porcelain", "--untracked-files=no")
+    # An untracked file is imported by the working tree's side as any other (REF's lacks it).
+    status = _git(repo, "status", "--porcelain", "--untracked-files=normal")
     dirty = len(status.stdout.splitlines()) if status.returncode == 0 else 0
     return repo, found.stdout.strip(), dirty
 

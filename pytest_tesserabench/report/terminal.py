@@ -132,6 +132,25 @@ def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
     return lines
 
 
+def ab_conditions_line() -> str:
+    """How A/B's served processes run the code, which a user comparing figures with --bench's must
+    know (a new user's trial: a numpy matmul read 0.5-0.7 ms under A/B, 0.3 ms under --bench)."""
+    import os
+
+    from pytest_tesserabench.ab.interleave import measuring_cpu
+    from pytest_tesserabench.ab.served import THREAD_POOLS
+
+    cpu = measuring_cpu()
+    where = f"on CPU {cpu}" if cpu is not None else "on one CPU"
+    pools = [pool for pool in THREAD_POOLS if pool not in os.environ]
+    if not pools:
+        return f"tesserabench: A/B measures every served process {where}, thread pools as {', '.join(THREAD_POOLS)} set"
+    return (
+        f"tesserabench: A/B measures every served process {where}, {'/'.join(pools)} at 1 thread: multi-threaded "
+        "code runs single-threaded there, so its figures differ from --bench's (the two sides alike)"
+    )
+
+
 def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
     from pytest_tesserabench import interpret, run_conditions
@@ -168,6 +187,7 @@ def header_lines(state, interpret_switch) -> list[str]:
         processes = settings.ab_processes
         served = f"{processes} served processes per side" if processes > 1 else "one served process per side"
         lines.append(f"tesserabench: A/B, {state.reference.describe()}, {served}, worktree {state.reference.path}")
+        lines.append(ab_conditions_line())
     archs = settings.arch
     if archs is None:
         archs = ("the live GPU's arch",) if info.get("gpu_count") else ("sm_90",)
