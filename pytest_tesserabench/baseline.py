@@ -216,7 +216,7 @@ def load_runs(path: Path) -> list[RunDocument]:
     if not path.exists() and not path.is_symlink():
         raise BaselineError(f"{path}: no such file; give a --bench-json result or a baselines/NAME/KEY.json file")
     try:
-        data = files.read_json(path, "result file")
+        data = files.read_json(path, "result or baseline file")
     except files.FileProblem as exc:
         raise BaselineError(str(exc)) from None
     if isinstance(data, dict) and "runs" in data:

@@ -38,7 +38,11 @@ _name = _argparse_type(parse_name, "baseline name")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tesserabench", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="tesserabench",
+        description="Compare runs, report them as HTML, show baselines, inspect and tune kernels.",
+        epilog=__doc__.split("\n\n")[1],  # the exit statuses
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,report,show,scaling,inspect,tune}")
 
     from pytest_tesserabench.report.commands import BASELINES_HELP, add_gate_arguments

@@ -194,6 +194,8 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
     import csv
     import io
 
+    from pytest_tesserabench.report.csv_report import cells
+
     out = io.StringIO()
     writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
     writer.writeheader()
@@ -227,7 +229,7 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
                     "change_ci95_high_pct": _pct(high),
                     "p_value": verdict.p_value,
                 }
-            writer.writerow({k: "" if v is None else v for k, v in row.items()})
+            writer.writerow(cells(row))
     return out.getvalue()
 
 

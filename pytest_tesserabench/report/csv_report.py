@@ -104,5 +104,11 @@ def csv_text(records: Sequence[BenchRecord], verdicts: Mapping[str, Verdict] | N
     writer.writeheader()
     for record in measured:
         row = _row(record, verdicts.get(record.id), param_names)
-        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+        writer.writerow(cells(row))
     return out.getvalue()
+
+
+def cells(row: Mapping) -> dict:
+    """A row as CSV cells: None empty, floats to 7 significant digits (0.012962, not the binary
+    expansion 0.012961999999999918; a timer's resolution is coarser still)."""
+    return {k: "" if v is None else format(v, ".7g") if isinstance(v, float) else v for k, v in row.items()}

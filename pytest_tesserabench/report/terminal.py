@@ -191,7 +191,7 @@ def header_lines(state, interpret_switch) -> list[str]:
     archs = settings.arch
     if archs is None:
         archs = ("the live GPU's arch",) if info.get("gpu_count") else ("sm_90",)
-    lines.append(f"tesserabench: static kernel analysis for {', '.join(archs)}")
+    lines.append(f"tesserabench: static kernel analysis of the Triton kernels the tests launch, for {', '.join(archs)}")
     return lines
 
 

@@ -87,7 +87,9 @@ def test_csv_has_one_row_per_record_with_units_in_its_header(project):
     run = json.loads((project.path / "run.json").read_text())["benchmarks"]
     assert [row["id"] for row in rows] == [IDS[4], *IDS[:4]]  # in id order
     for row in rows:
-        assert float(row["median_ms"]) == run[row["id"]]["stats"]["median_ms"]
+        assert float(row["median_ms"]) == pytest.approx(run[row["id"]]["stats"]["median_ms"], rel=1e-6)
+        # numbers as a person reads them, not binary expansions such as 0.012961999999999918
+        assert all(len(re.sub(r"[^0-9]|e.*", "", v.lstrip("-0."))) <= 7 for v in row.values() if _number(v))
         assert float(row["ci95_low_ms"]) <= float(row["median_ms"]) <= float(row["ci95_high_ms"])
     work = {r["id"]: r for r in rows}
     assert work[IDS[2]]["param_n"] == "2" and work[IDS[3]]["call"] == "torch" and work[IDS[4]]["param_n"] == ""
@@ -235,3 +237,11 @@ def test_html_of_a_run_that_measured_nothing_says_so(project):
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines(["tesserabench: no HTML report written to report.html: no benchmark was measured"])
     assert not (project.path / "report.html").exists()
+
+
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return "." in text or "e" in text
