@@ -371,30 +371,17 @@ MUTATIONS = (
         "the suite-wide shift is known before the reports",
         PLUGIN,
         "        state.suite = state.suite_shift()  # (before the reports, which say it too)\n"
-        "        failed = write_outputs(\n"
-        "            state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, "
-        "tests_failed=session.testsfailed\n"
-        "        )\n",
-        "        failed = write_outputs(\n"
-        "            state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, "
-        "tests_failed=session.testsfailed\n"
-        "        )\n"
+        "        failed = write_outputs(state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)\n",
+        "        failed = write_outputs(state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)\n"
         "        state.suite = state.suite_shift()\n",
         ("tests/plugin/test_run_effect_plugin.py",),
-    ),
-    Mutation(
-        "a run with failed tests saves nothing",
-        "pytest_tesserabench/outputs.py",
-        "        if tests_failed:  # a baseline",
-        "        if False:  # a baseline",
-        ("tests/plugin/test_bad_input_plugin.py",),
     ),
     Mutation(
         "history kept per benchmark",
         "pytest_tesserabench/baseline.py",
         "            runs = kept_runs([*(existing.runs if existing else []), entry], history)",
         "            runs = [*(existing.runs if existing else []), entry][-history:]",
-        ("tests/plugin/test_baseline.py",),
+        ("tests/gate/test_baseline.py",),
     ),
 )
 

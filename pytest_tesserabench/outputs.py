@@ -12,7 +12,7 @@ import os
 GITHUB_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
-def write_outputs(state, reporter, *, interrupted: bool, tests_failed: int = 0) -> bool:
+def write_outputs(state, reporter, *, interrupted: bool) -> bool:
     """Write what the settings ask for; True when something could not be written."""
     from pytest_tesserabench.baseline import BaselineError
     from pytest_tesserabench.units import format_ms
@@ -43,13 +43,6 @@ def write_outputs(state, reporter, *, interrupted: bool, tests_failed: int = 0) 
     if settings.save:
         if interrupted:
             say(f"tesserabench: nothing saved to baseline {settings.save}: the run was interrupted", yellow=True)
-            return failed
-        if tests_failed:  # a baseline is a run whose tests all passed: never part of a broken one
-            say(
-                f"tesserabench: nothing saved to baseline {settings.save}: {tests_failed} test(s) failed; fix them, "
-                "or deselect them (-k, --deselect), and save again",
-                yellow=True,
-            )
             return failed
         try:
             path, saved, outlying = state.save_baseline()

@@ -686,9 +686,7 @@ class SessionHooks:
             state.context.time_canary(state.instruments.device_lock)
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         state.suite = state.suite_shift()  # (before the reports, which say it too)
-        failed = write_outputs(
-            state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED, tests_failed=session.testsfailed
-        )
+        failed = write_outputs(state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)
         if failed or (state.suite is not None and state.suite.failed):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -136,7 +136,7 @@ def candidate_shift(
         moved = canary_centre - model.canary_centre
     source = "none yet (too few other benchmarks measured)"
     if moved:
-        source += f"; the canary moved {math.expm1(moved):+.1%} since the baseline"
+        source += f"; the canary at the start of this run moved {math.expm1(moved):+.1%} since the baseline's"
     return Shift(0.0, model.shift_sd**2 + moved**2, source, canary_moved=moved)
 
 

@@ -117,7 +117,7 @@ def comparison_lines(
     out.append(Line(""))
     out.append(Line(counts_text(verdicts), "bold"))
     if canary_ratio is not None:
-        out.append(Line(f"canary: {canary_ratio:.3f}x the baseline's (machine-wide speed; 1.000 = same)"))
+        out.append(Line(f"canary: {canary_ratio:.3f}x the baseline's (machine-wide speed over the run; 1.000 = same)"))
     elif canary:  # (A/B has no canary line: the pairs cancel what the machine does)
         out.append(Line("canary: not available in one of the runs"))
     if version_diffs:

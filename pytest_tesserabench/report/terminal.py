@@ -153,7 +153,7 @@ def ab_conditions_line() -> str:
 
 def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
-    from pytest_tesserabench import interpret, run_conditions
+    from pytest_tesserabench import interpret
 
     settings = state.settings
     interpreting = interpret.interpreting()
@@ -178,6 +178,8 @@ def header_lines(state, interpret_switch) -> list[str]:
     theirs = state.comparison.passes() if state.comparison is not None and state.comparison.same_machine else []
     ours = state.passes.total if state.passes is not None else 1
     if theirs and theirs != [ours]:  # (run_conditions.passes_differ makes every timing verdict INCONCLUSIVE)
+        from pytest_tesserabench import run_conditions  # (numpy: only where a baseline is compared)
+
         lines.append(
             f"tesserabench: WARNING: the baseline's runs measured in {' or '.join(map(str, theirs))} pass(es), this "
             f"run in {ours}: no timing can be judged against them (kernel figures still are); "
