@@ -383,6 +383,13 @@ MUTATIONS = (
         "            runs = [*(existing.runs if existing else []), entry][-history:]",
         ("tests/gate/test_baseline.py",),
     ),
+    Mutation(
+        "interpreter timings are out of the run's shift",
+        "pytest_tesserabench/gate.py",
+        "    summary = record_summary(record) if gated_timing(record) else None",
+        "    summary = record_summary(record)",
+        ("tests/gate/test_run_effect.py",),
+    ),
 )
 
 

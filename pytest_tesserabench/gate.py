@@ -334,7 +334,9 @@ def passes_centre(pass_rounds_ms: list[list[float]]) -> float | None:
 
 def pass_centres(record: BenchRecord) -> list[float]:
     """The centre (log) of each of a record's interleaved passes, in order; one entry (the
-    run's centre) when it was measured in one pass; empty without rounds."""
+    run's centre) when it was measured in one pass; empty without rounds (or gated timings)."""
+    if not gated_timing(record):
+        return []
     split = _passes_of(record)
     if split is None:
         centre = log_centre(record)
@@ -404,8 +406,21 @@ def run_centres(runs: list[RunDocument]) -> dict[str, dict[int, float]]:
 
 
 def log_centre(record: BenchRecord) -> float | None:
-    summary = record_summary(record)
+    """A run's centre (log ms) of one record, for the run-effect model, the run's shift and the
+    suite-wide shift; None without rounds, or where its timings are never gated."""
+    summary = record_summary(record) if gated_timing(record) else None
     return None if summary is None else summary[0]
+
+
+UNGATED_TIMERS = ("interpreter",)
+
+
+def gated_timing(record: BenchRecord) -> bool:
+    """Whether ``record``'s timings can be gated: not those of Triton's CPU interpreter, which
+    say nothing of the kernel on a GPU, and whose swings (a config change made one +216%) must not
+    move any other benchmark's shift either (a new user's trial: an unchanged torch call judged
+    REGRESSED +111% once a changed interpreted kernel moved the run's shift -53%)."""
+    return record.timer not in UNGATED_TIMERS
 
 
 def untimed_verdict(bench_id: str, kernels, reason: str, **fields) -> Verdict:
@@ -577,7 +592,7 @@ def compare_runs(
             reason = "the baseline has no timed rounds of it"
         elif not cand_measured:
             reason = "no rounds measured in this run"
-        elif "interpreter" in timers:
+        elif not all(t not in UNGATED_TIMERS for t in timers):
             reason = "timed in the Triton interpreter"
         elif len(timers) > 1:
             reason = f"timers differ: {base[-1].timer} in the baseline, {cand[-1].timer} now"

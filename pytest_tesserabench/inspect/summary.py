@@ -13,6 +13,7 @@ def _bytes(value) -> str:
 
 
 _ERROR_LINE = re.compile(r"\b\w*(Error|Exception)\b\s*[:(]|\berror:")
+_SOURCE_AT = re.compile(r"\bat \d+:\d+:?$")
 
 
 def error_summary(error: str, limit: int = 160) -> str:
@@ -26,6 +27,9 @@ def error_summary(error: str, limit: int = 160) -> str:
         chosen = fatal[0]
     elif errors and errors[-1] != lines[0]:
         chosen = f"{lines[0]} ... {errors[-1]}" if len(lines[0]) < 40 else errors[-1]
+    elif len(lines) > 1 and _SOURCE_AT.search(lines[0]):
+        # Triton's "CompilationError: at 3:25:", the source line, a caret, then the cause alone
+        chosen = f"{lines[0]} ... {lines[-1]}"
     else:
         chosen = lines[0]
     return chosen[:limit]

@@ -250,12 +250,19 @@ def tune(
         ranking=candidates,
     )
     if not candidates:
-        removed = ", ".join(f"{rule} {stats.removed}" for rule, stats in report.rules.items() if stats.removed)
+        by_rule = {rule: stats.removed for rule, stats in report.rules.items() if stats.removed}
+        removed = ", ".join(f"{rule} {count}" for rule, count in by_rule.items())
         example = report.removed[0]
+        # Loosening the rules frees configs the rules removed, never ones that did not compile.
+        fix = (
+            "No config compiles for this problem: a shape or dtype the kernel cannot take (the error says "
+            "which), or the kernel itself (`tesserabench inspect` shows the whole error)"
+            if set(by_rule) == {"compile"}
+            else "Loosen the rules (--min-occupancy 0, --allow-spills) or change the space"
+        )
         raise TuningError(
             f"{tunable.name} {problem.label()} on {arch}: static pruning removed all {len(report.removed)} "
-            f"configs ({removed}); e.g. {example.config.label()}: {example.reason}. Loosen the rules "
-            "(--min-occupancy 0, --allow-spills) or change the space"
+            f"configs ({removed}); e.g. {example.config.label()}: {example.reason}. {fix}"
         )
     if timer_factory is None:
         result.best = candidates[0].config

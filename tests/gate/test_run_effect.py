@@ -217,3 +217,26 @@ def test_a_process_state_the_baselines_passes_caught_widens_that_benchmarks_nois
     shifts = {i: run_effect.candidate_shift(fitted, measured, i) for i in IDS}
     verdicts = gate.compare_runs(candidate, baseline, model=fitted, shifts=shifts)
     assert verdicts[IDS[0]].status != "REGRESSED" and verdicts[IDS[1]].status == "REGRESSED"
+
+
+@pytest.mark.parametrize("interpreted_change", [1 / 3, 3.0])
+def test_interpreter_timings_move_no_other_benchmarks_shift(interpreted_change):
+    # Triton's CPU interpreter is never gated, and its time swings with a kernel's config: three
+    # interpreted benchmarks 3x slower (or faster) must leave the unchanged CPU benchmarks alone.
+    rng = np.random.default_rng(11)
+    baseline = runs(rng, 3, shared=0.01)
+    candidate = runs(rng, 1, shared=0.0)
+    interpreted = IDS[:3]
+    for run in baseline + candidate:
+        for bench_id in interpreted:
+            run.benchmarks[bench_id].timer = "interpreter"
+    for bench_id in interpreted:
+        record = candidate[0].benchmarks[bench_id]
+        record.rounds_ms = [ms * interpreted_change for ms in record.rounds_ms]
+    fitted = run_effect.fit_baseline(baseline)
+    assert fitted is None or not set(interpreted) & set(fitted.effects)
+    verdicts = run_effect.compare_run(candidate[0], baseline, gate.GateConfig())
+    for bench_id in IDS[3:]:
+        assert verdicts[bench_id].status in ("UNCHANGED", "INCONCLUSIVE"), verdicts[bench_id]
+        assert 0.95 < verdicts[bench_id].ratio < 1.05
+    assert all(verdicts[i].status == "NOT_GATED" for i in interpreted)

@@ -182,3 +182,20 @@ def test_missing_nvdisasm_degrades_with_a_note(monkeypatch, tmp_path):
     assert record["registers"] > 0 and record["tensor_core_instructions"] == 0
     assert any("nvdisasm" in note for note in record["notes"])
     assert not list(tmp_path.rglob("record.json"))  # degraded results are not cached
+
+
+def test_a_triton_compile_error_is_summarised_by_its_cause():
+    # Triton puts the position first, then the source line and a caret, and the cause alone last.
+    from pytest_tesserabench.inspect.summary import error_summary
+
+    error = (
+        "CompilationError: at 3:25:\n    offsets = tl.arange(0, BLOCK)\n                         ^\n"
+        "arange's range must be a power of 2"
+    )
+    assert error_summary(error) == "CompilationError: at 3:25: ... arange's range must be a power of 2"
+    # other errors as before: the last "...Error:" line, or the only line
+    assert (
+        error_summary("ptxas fatal   : Unresolved extern function 'f'")
+        == "ptxas fatal   : Unresolved extern function 'f'"
+    )
+    assert error_summary("RuntimeError: out of resources") == "RuntimeError: out of resources"
