@@ -168,8 +168,9 @@ def _launches(args):
     return capture_call(obj, args.args or "")
 
 
-def load_object(target: str):
-    """'kernels/softmax.py:_kernel' or 'kernels.softmax:softmax' -> the object."""
+def load_object(target: str, *, kind: tuple[type, ...] = (), what: str = "names"):
+    """'kernels/softmax.py:_kernel' or 'kernels.softmax:softmax' -> the object. A name the module
+    lacks is an error listing the module's objects of ``kind`` (its ``what``), else all its names."""
     location, _, attribute = target.rpartition(":")
     if not location or not attribute:
         raise UsageError(f"target {target!r} must be FILE.py:NAME or MODULE:NAME")
@@ -183,7 +184,9 @@ def load_object(target: str):
     for part in attribute.split("."):
         if not hasattr(obj, part):
             known = sorted(name for name in dir(module) if not name.startswith("__"))
-            raise UsageError(f"{location} has no {attribute!r}; it defines: {', '.join(known)[:400]}")
+            of_kind = [name for name in known if kind and isinstance(getattr(module, name, None), kind)]
+            listed = f"its {what}: {', '.join(of_kind)}" if of_kind else f"it defines: {', '.join(known)}"
+            raise UsageError(f"{location} has no {attribute!r}; {listed[:400]}")
         obj = getattr(obj, part)
     return obj
 

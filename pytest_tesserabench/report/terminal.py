@@ -96,6 +96,7 @@ def cpu_sharing_line(records) -> str | None:
     for a notable share of the timed wall clock (that wait is not in the figures), or kept other
     CPUs busy beside it; either way they share caches, memory bandwidth, a busy SMT sibling."""
     from pytest_tesserabench import neighbours, run_queue
+    from pytest_tesserabench.units import format_ms
 
     records = list(records)
     sampled = [record.sampling for record in records if record.sampling is not None]
@@ -103,8 +104,8 @@ def cpu_sharing_line(records) -> str | None:
     waited, timed = sum(w for w, _ in waits), sum(t for _, t in waits)
     if timed > 0 and waited / timed >= run_queue.SHARED:
         return (
-            f"the CPU was shared: the timing thread waited for it {waited:.1f} s ({waited / timed:.0%} of the timed "
-            f"wall clock), left out of the figures; other processes still share caches and memory bandwidth"
+            f"the CPU was shared: the timing thread waited for it {format_ms(waited * 1e3)} ({waited / timed:.0%} of "
+            f"the timed wall clock), left out of the figures; other processes still share caches and memory bandwidth"
         )
     others_wall = sum(s.others_wall_s for s in sampled)
     others_cpu = sum(max(s.others_cpu_s, 0.0) for s in sampled)  # (as BenchRecord.others_cpus)

@@ -229,7 +229,12 @@ def _tune(args, out, err) -> int:
         why = "--static" if args.static else ("no GPU here" if not live else f"the GPU here is {live[0]}")
         print(
             f"{why}: {', '.join(static_archs)} configs are pruned and RANKED BY A STATIC ESTIMATE, not measured; "
-            "nothing is written to the tuning cache",
+            "nothing is written to the tuning cache"
+            + (
+                f" (--strategy {args.strategy} and --budget choose what is timed: not used there)"
+                if args.strategy != "exhaustive"
+                else ""
+            ),
             file=out,
         )
     rules = PruneRules(spills=not args.allow_spills, min_occupancy=args.min_occupancy)

@@ -161,7 +161,7 @@ def load_tunable(ref: str) -> Tunable:
     from pytest_tesserabench.inspect.cli import UsageError, load_object
 
     try:
-        obj = load_object(ref)
+        obj = load_object(ref, kind=(Tunable,), what="Tunables")
     except UsageError as error:
         raise TunableError(str(error)) from None
     if not isinstance(obj, Tunable):

@@ -144,7 +144,7 @@ def _record(samples_ms, wait_s, inner=1):
 def test_the_summary_says_when_the_cpu_was_shared():
     shared = [_record([100.0] * 10, 0.5), _record([10.0] * 10, 0.0, inner=10)]  # 2 s timed, 0.5 s waited
     line = cpu_sharing_line(shared)
-    assert line is not None and "0.5 s (20% of the timed wall clock)" in line
+    assert line is not None and "500 ms (20% of the timed wall clock)" in line
     assert cpu_sharing_line([_record([100.0] * 10, 0.01)]) is None  # 1%: ordinary scheduling
     assert cpu_sharing_line([]) is None
     assert cpu_sharing_line([BenchRecord("t.py::test", None, "t.py::test", "cpu", [1.0], None)]) is None

@@ -27,6 +27,7 @@ def test_without_a_gpu_configs_are_pruned_and_ranked_by_a_stated_estimate(tune, 
     status, out, err = tune(f"{KERNELS}:ROWMAX", "--arch", "sm_80", "--min-occupancy", "75%", "--json", "-")
     assert status == 0, err
     assert "no GPU here: sm_80 configs are pruned and RANKED BY A STATIC ESTIMATE, not measured" in out
+    assert "--strategy" not in out  # (the default: nothing to say)
     assert "ESTIMATE, not a measurement (no GPU timed these; wave-quantised tile roofline on a NVIDIA A100" in out
     assert "static pruning for sm_80: 1 of 6 configs kept" in out
     assert "1. BLOCK=256 num_warps=4  est " in out
@@ -53,6 +54,7 @@ def test_nothing_left_after_pruning_exits_1_for_ci(tune):
         ((), "name the tunable (e.g. tesserabench tune kernels.matmul:TUNABLE) or pass --show"),
         (("no_such_module:TUNABLE",), "cannot import 'no_such_module'"),
         ((f"{KERNELS}:rowmax_config",), "is a function, not a pytest_tesserabench.tuning.Tunable"),
+        ((f"{KERNELS}:NOPE",), "has no 'NOPE'; its Tunables: BROKEN, CONTRADICTORY, RING_DOT, ROWMAX"),
         ((f"{KERNELS}:ROWMAX", "--shape", "n=lots"), "--shape n='lots': not an integer"),
         ((f"{KERNELS}:ROWMAX", "--shape", "m=4"), "rowmax takes the sizes n; missing n; unknown m"),
         ((f"{KERNELS}:ROWMAX", "--dtype", "fp16"), "rowmax is tuned for the dtypes fp32; got fp16"),
@@ -163,3 +165,9 @@ def test_an_unwritable_json_path_is_refused_before_any_work(tmp_path, capsys):
     assert capsys.readouterr().err.strip() == (
         f"tesserabench tune: error: --json {folder} is a directory; give a file path like {folder / 'results.json'}"
     )
+
+
+def test_a_search_strategy_without_a_gpu_is_said_to_be_unused(tune):
+    status, out, err = tune(f"{KERNELS}:ROWMAX", "--arch", "sm_80", "--strategy", "random", "--min-occupancy", "75%")
+    assert status == 0, err
+    assert "(--strategy random and --budget choose what is timed: not used there)" in out
