@@ -79,7 +79,7 @@ def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line
         tails.append("  " + "  ".join(parts))
     ids = [r.id for r in records]
     rooms = [max(QUIET_MIN_ID, width - len(t)) for t in tails]
-    short = [shorten_middle(i, room) for i, room in zip(ids, rooms)]
+    short = [_shorten_id(i, room) for i, room in zip(ids, rooms)]
     clashes: dict[str, list[int]] = {}
     for index, text in enumerate(short):
         clashes.setdefault(text, []).append(index)
@@ -89,6 +89,18 @@ def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line
             for index, text in zip(members, apart):
                 short[index] = text
     return [Line(i + t) for i, t in zip(short, tails)]
+
+
+def _shorten_id(bench_id: str, room: int) -> str:
+    """An id in ``room`` characters: whole; else its path cut from the left, so the test's name
+    and parameters stay (a cut in the middle left `tests/benc…48-D64-bf16-causal]`, which names
+    no test); else cut in the middle."""
+    if len(bench_id) <= room:
+        return bench_id
+    test = bench_id.split("::", 1)[-1]
+    if len(test) < room:
+        return shorten_middle(bench_id, room, head=0)
+    return shorten_middle(bench_id, room)
 
 
 def cpu_sharing_line(records) -> str | None:

@@ -273,3 +273,12 @@ def test_the_ci_summary_counts_measured_benchmarks_that_were_not_judged():
     verdicts = {judged.id: Verdict(id=judged.id, status="UNCHANGED")}
     text = markdown_summary(ReportData(run=run, verdicts=verdicts, baseline="baseline main"))
     assert "2 benchmark(s) measured (1 not judged)" in text and "1 unchanged" in text
+
+
+def test_quiet_cuts_an_ids_path_before_its_test_name():
+    # A cut in the middle left `tests/benc…48-D64-bf16-causal]`, which names no test.
+    bench_id = "tests/bench/test_bench_attention.py::test_attention[B1-H8-S1024-D64-bf16-causal]"
+    recs = by_id(record(bench_id, None, 64.6, noisy=True))
+    (line,) = render_summary(recs, width=80, verbosity=-1).splitlines()
+    assert line.startswith(ELLIPSIS) and "test_attention[B1-H8-S1024-D64-bf16-causal]  64.6 ms" in line
+    assert len(line) <= 80
