@@ -53,6 +53,49 @@ def format_kernel_lines(records: Iterable[dict]) -> list[str]:
             f"regs {record.get('registers')}  spills {spill_text}  smem {_bytes(record.get('shared_bytes'))}  "
             f"occ {occupancy_text}  TC {'?' if tensor_core is None else tensor_core}"
         )
+        mix = mix_line(record)
+        if mix:
+            lines.append(f"  {mix}")
         for note in record.get("notes") or ():
             lines.append(f"  note: {note}")
     return lines
+
+
+# The counts shown per IR level, in this order (those that are not zero); --json has them all.
+_MIX = (
+    ("TTIR", "ttir", ("load", "store", "dot", "descriptor_load", "descriptor_store", "atomic", "reduce", "loops")),
+    ("TTGIR", "ttgir", ("dot", "layout_conversions", "async_copies", "barriers", "pipeline_buffers")),
+    (
+        "PTX",
+        "instructions",
+        (
+            "ld_global",
+            "st_global",
+            "ld_shared",
+            "st_shared",
+            "cp_async",
+            "cp_async_bulk_tensor",
+            "mma",
+            "wgmma",
+            "barrier",
+            "atom_global",
+        ),
+    ),
+    ("SASS", "sass", ("HMMA", "HGMMA", "local_loads", "local_stores")),
+)
+
+
+def mix_line(record: dict) -> str:
+    """The instruction mix at each IR level in one line, e.g. `mix: TTIR load 2, store 1 · TTGIR
+    blocked · PTX ld_global 16, st_global 8 · SASS 81 instructions`: the counts that are not zero."""
+    parts = []
+    for level, key, names in _MIX:
+        counts = record.get(key) or {}
+        shown = [f"{name} {counts[name]}" for name in names if counts.get(name)]
+        if key == "ttgir" and counts.get("layouts"):
+            shown.insert(0, "/".join(counts["layouts"]))
+        if key == "sass" and counts.get("total"):
+            shown.insert(0, f"{counts['total']} instructions")
+        if shown:
+            parts.append(f"{level} {', '.join(shown)}")
+    return "mix: " + " · ".join(parts) if parts else ""

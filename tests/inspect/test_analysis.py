@@ -114,6 +114,10 @@ def test_tensor_cores_show_at_every_level(analysed):
     for record in records.values():
         assert set(record["compile_ms"]) == {"ttir", "ttgir", "llir", "ptx", "cubin"}
         assert record["instructions"]["total"] > 0 and record["sass_instructions"] > 0
+    # ... and in the human output, one line of the mix per kernel
+    (line,) = [line for line in format_kernel_lines([hopper]) if "mix:" in line]
+    assert "TTIR load" in line and "dot 1" in line and f"wgmma {hopper['instructions']['wgmma']}" in line
+    assert f"SASS {hopper['sass']['total']} instructions" in line and f"HGMMA {hopper['sass']['HGMMA']}" in line
 
 
 def test_spills_are_reported_and_match_ptxas(analysed):
