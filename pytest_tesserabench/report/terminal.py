@@ -73,6 +73,8 @@ def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line
             parts.append(R.FIELDS["throughput"].cell(record, {}))
         if record.gbps:
             parts.append(R.FIELDS["bandwidth"].cell(record, {}))
+        if R.FIELDS["busbw"].value(record, {}) is not None:  # a collective: as the table shows it
+            parts.append(f"algbw {R.FIELDS['algbw'].cell(record, {})}  busbw {R.FIELDS['busbw'].cell(record, {})}")
         notes = R.notes(record)
         if notes:
             parts.append(f"({', '.join(notes)})")

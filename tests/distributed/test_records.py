@@ -46,3 +46,9 @@ def test_bandwidth_columns_only_where_collectives_are():
     coll, math = text.split("math")
     assert "algbw" in coll and "busbw" in coll and "750 MB/s" in coll
     assert "algbw" not in math and "busbw" not in math
+
+
+def test_quiet_lines_keep_a_collectives_bandwidths():
+    text = render_summary({"c": record("t.py::c", dict(BLOCK)), "m": record("t.py::m")}, width=120, verbosity=-1)
+    coll, math = text.splitlines()
+    assert "algbw 500 MB/s  busbw 750 MB/s" in coll and "busbw" not in math
