@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 # storage -> (itemsize in bytes, torch dtype name, minimum compute capability, rtol, atol)
 # Tolerances are for outputs against a reference computed in fp32/fp64 and follow the unit roundoff
-# of the storage type; atol is scaled by the reference's rms magnitude where that exceeds 1
+# of the storage type; atol is at least the accumulator's atol times the reference's rms magnitude
 # (accuracy.py), so long reductions (a matmul's K in the thousands) are held to the same rule.
 _STORAGE = {
     "fp32": (4, "float32", (0, 0), 1e-4, 1e-5),

@@ -62,4 +62,22 @@ def test_fp32_matmul_passes_its_own_policy_against_fp64_at_any_length(k):
     wrong[3, 5] += 1e-3 * float((a.double() @ b.double()).pow(2).mean().sqrt())
     result = accuracy.compare(wrong, a.double() @ b.double(), "fp32")
     assert not result["ok"] and result["mismatched"] == 1
-    assert "x the reference's rms magnitude" in accuracy.failure_message(result)
+    assert "the accumulator's atol x the reference's rms magnitude" in accuracy.failure_message(result)
+
+
+def test_a_low_precision_outputs_atol_does_not_grow_with_its_magnitude():
+    # Only the fp32 accumulator's share scales: a bf16 output's own rounding is relative (rtol),
+    # so a near-zero element wrong by 0.5 among values of rms ~45 still fails.
+    torch = pytest.importorskip("torch")
+    from pytest_tesserabench import accuracy
+
+    generator = torch.Generator().manual_seed(7)
+    a, b = torch.randn(64, 2048, generator=generator), torch.randn(2048, 64, generator=generator)
+    expected = a.double() @ b.double()
+    out = expected.to(torch.bfloat16)
+    assert accuracy.compare(out, expected, "bf16")["ok"]  # its own rounding passes
+    near_zero = int(expected.abs().argmin())
+    wrong = out.flatten().clone()
+    wrong[near_zero] += 0.5
+    result = accuracy.compare(wrong.view_as(out), expected, "bf16")
+    assert not result["ok"] and result["atol"] == pytest.approx(3e-2)
