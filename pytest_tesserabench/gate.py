@@ -334,7 +334,8 @@ def passes_centre(pass_rounds_ms: list[list[float]]) -> float | None:
 
 def pass_centres(record: BenchRecord) -> list[float]:
     """The centre (log) of each of a record's interleaved passes, in order; one entry (the
-    run's centre) when it was measured in one pass; empty without rounds (or gated timings)."""
+    run's centre) when it was measured in one pass; empty without rounds, or where its timings
+    are never gated (gated_timing)."""
     if not gated_timing(record):
         return []
     split = _passes_of(record)
@@ -592,7 +593,7 @@ def compare_runs(
             reason = "the baseline has no timed rounds of it"
         elif not cand_measured:
             reason = "no rounds measured in this run"
-        elif not all(t not in UNGATED_TIMERS for t in timers):
+        elif any(t in UNGATED_TIMERS for t in timers):
             reason = "timed in the Triton interpreter"
         elif len(timers) > 1:
             reason = f"timers differ: {base[-1].timer} in the baseline, {cand[-1].timer} now"
