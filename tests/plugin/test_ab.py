@@ -336,3 +336,15 @@ def test_timings_of_kernels_run_in_the_interpreter_are_not_gated(pytester):
     result = pytester.runpytest_subprocess("--bench-ab=main", *ARGS)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*timings not (timed in the Triton interpreter)*"])
+
+
+def test_an_untracked_file_counts_among_the_working_trees_changes(tmp_path):
+    # The working tree's side imports it as any other file; REF's side lacks it.
+    from pytest_tesserabench.ab import worktree
+
+    git(tmp_path, "init", "-q", "-b", "main")
+    (tmp_path / "kernel.py").write_text("x = 1\n")
+    commit(tmp_path)
+    assert worktree.resolve(tmp_path, "main")[2] == 0
+    (tmp_path / "helper.py").write_text("y = 2\n")
+    assert worktree.resolve(tmp_path, "main")[2] == 1
