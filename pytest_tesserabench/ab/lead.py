@@ -17,7 +17,7 @@ from pathlib import Path
 from pytest_tesserabench import gate, sampling
 from pytest_tesserabench.ab import worktree
 from pytest_tesserabench.ab.interleave import interleave, measuring_cpu
-from pytest_tesserabench.ab.served import Reached, ServedProcess, TestDone
+from pytest_tesserabench.ab.served import Reached, ServedProcess, TestDone, measurement_args
 from pytest_tesserabench.ab.worktree import ABError
 from pytest_tesserabench.options import Settings
 
@@ -129,7 +129,7 @@ class ABLead:
                         cwd=tree / relative,
                         test_files=files[0],
                         reference_only_files=files[1],
-                        pytest_args=[*self._measurement_args(), *self.selection],
+                        pytest_args=[*measurement_args(self.settings), *self.selection],
                         cache_dir=self.cache_dir,
                     )
                 )
@@ -157,19 +157,6 @@ class ABLead:
 
     def _all(self) -> list[ServedProcess]:
         return [*self.candidates, *self.references]
-
-    def _measurement_args(self) -> list[str]:
-        s = self.settings
-        args = [
-            f"--bench-max-time={s.max_time}",
-            f"--bench-min-rounds={s.min_rounds}",
-            f"--bench-warmup={s.warmup}",
-            f"--bench-timer={s.timer}",
-            f"--bench-interpret={s.interpret}",
-        ]
-        if s.arch:
-            args.append(f"--bench-arch={','.join(s.arch)}")
-        return args
 
     def close(self) -> None:
         for process in self._all():

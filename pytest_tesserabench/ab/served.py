@@ -57,6 +57,20 @@ class TestDone:
     unpaired: list[str | None] = field(default_factory=list)
 
 
+def measurement_args(settings) -> list[str]:
+    """The session's measurement options, for a served process to measure as it would."""
+    args = [
+        f"--bench-max-time={settings.max_time}",
+        f"--bench-min-rounds={settings.min_rounds}",
+        f"--bench-warmup={settings.warmup}",
+        f"--bench-timer={settings.timer}",
+        f"--bench-interpret={settings.interpret}",
+    ]
+    if settings.arch:
+        args.append(f"--bench-arch={','.join(settings.arch)}")
+    return args
+
+
 class ServedProcess:
     def __init__(
         self,
@@ -68,6 +82,8 @@ class ServedProcess:
         pytest_args: list[str],
         cache_dir: Path | None,
         reference_only_files: list[str] = (),
+        option: str = "--bench-ab",
+        pinned: bool = True,
     ):
         self.tree = tree  # the side's code: first on the path after the plugin
         self.where = where  # e.g. "the reference side (main at 1a2b3c4d5e)", for messages
@@ -76,6 +92,8 @@ class ServedProcess:
         self.reference_only_files = list(reference_only_files)  # deleted in the working tree
         self.pytest_args = pytest_args
         self.cache_dir = cache_dir
+        self.option = option  # whose process it is, for messages: --bench-ab or --bench-confirm
+        self.pinned = pinned  # measured pinned to one CPU (A/B); else where the scheduler puts it
         self.process: subprocess.Popen | None = None
         self.connection = None
         self._listener = None
@@ -106,9 +124,10 @@ class ServedProcess:
         # Pinned to one CPU while measuring, a BLAS or OpenMP pool sized to the machine spins its
         # threads against each other on that CPU: numpy's matmul measured 0.33 ms alone and up to
         # 27 ms in a served process. One thread is what a pinned process can run (unless the user
-        # sized the pools).
-        for pool in THREAD_POOLS:
-            env.setdefault(pool, "1")
+        # sized the pools). Unpinned (--bench-confirm), the pools stay as in the session that asked.
+        if self.pinned:
+            for pool in THREAD_POOLS:
+                env.setdefault(pool, "1")
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--bench", f"--bench-ab-serve={address}"]
         if importlib.util.find_spec("xdist") is not None:
             command += ["-n", "0"]  # one process, whatever addopts say
@@ -125,17 +144,17 @@ class ServedProcess:
         while thread.is_alive():
             thread.join(0.2)
             if self.process.poll() is not None and not accepted:
-                raise ABError(f"--bench-ab: {self.where} stopped before it started: {self.tail()}")
+                raise ABError(f"{self.option}: {self.where} stopped before it started: {self.tail()}")
             if time.monotonic() > deadline:
                 self.close()
-                raise ABError(f"--bench-ab: {self.where} did not start in {START_TIMEOUT_S} s")
+                raise ABError(f"{self.option}: {self.where} did not start in {START_TIMEOUT_S} s")
         listener.close()
         self._listener = None
         self.connection = accepted[0]
         hello = self._receive(START_TIMEOUT_S)
         if hello.get("error"):
             self.close()
-            raise ABError(f"--bench-ab: the tests do not collect in {self.where}: {hello['error']}")
+            raise ABError(f"{self.option}: the tests do not collect in {self.where}: {hello['error']}")
         self.nodeids = set(hello.get("nodeids", ()))
         self.benchmarks = list(hello.get("benchmarks", ()))  # the tests here that use the bench fixture
 
@@ -185,7 +204,7 @@ class ServedProcess:
         try:
             self.connection.send(message)
         except OSError as exc:
-            raise ABError(f"--bench-ab: lost {self.where}: {exc}; its output:\n{self.tail()}") from None
+            raise ABError(f"{self.option}: lost {self.where}: {exc}; its output:\n{self.tail()}") from None
 
     def _receive(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
@@ -199,8 +218,8 @@ class ServedProcess:
                 if self.process.poll() is None and time.monotonic() < deadline:
                     continue
             if self.process.poll() is not None:
-                raise ABError(f"--bench-ab: {self.where} exited; its output:\n{self.tail()}")
-            raise ABError(f"--bench-ab: {self.where} did not answer in {timeout:.0f} s")
+                raise ABError(f"{self.option}: {self.where} exited; its output:\n{self.tail()}")
+            raise ABError(f"{self.option}: {self.where} did not answer in {timeout:.0f} s")
 
     def run_test(self, nodeid: str) -> bool:
         """Start the same test in this process; False when its tree has no such test."""
