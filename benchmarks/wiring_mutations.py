@@ -38,6 +38,7 @@ PLUGIN = "pytest_tesserabench/plugin.py"
 SESSION = "pytest_tesserabench/session.py"
 TERMINAL = "pytest_tesserabench/report/terminal.py"
 WIRING = "tests/plugin/test_wiring.py"
+CONFIRM = "tests/plugin/test_confirm.py"
 
 MUTATIONS = (
     # The nine the review found surviving (issue 9, section 2).
@@ -389,6 +390,41 @@ MUTATIONS = (
         "    summary = record_summary(record) if gated_timing(record) else None",
         "    summary = record_summary(record)",
         ("tests/gate/test_run_effect.py",),
+    ),
+    Mutation(
+        "--bench-confirm: the step is called",
+        PLUGIN,
+        "        verdicts = self._confirm(item, records, verdicts, fixture.threshold)\n",
+        "",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-confirm: the fresh processes join the candidate's runs",
+        "pytest_tesserabench/comparison.py",
+        "            [candidate, *more],",
+        "            [candidate],",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-confirm: a served process ignores the project's --bench-compare",
+        "pytest_tesserabench/options.py",
+        "            values.pop(name, None)",
+        "            pass",
+        (CONFIRM, "tests/plugin/test_options.py"),
+    ),
+    Mutation(
+        "--bench-confirm: the fresh blocks read as passes",
+        "pytest_tesserabench/confirm.py",
+        "        pass_rounds=tuple(len(block.rounds_ms) for block in blocks),",
+        "        pass_rounds=(),",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-confirm: the summary line",
+        TERMINAL,
+        "        terminalreporter.write_line(confirmed)",
+        "        pass",
+        (CONFIRM,),
     ),
 )
 

@@ -120,18 +120,25 @@ class BaselineComparison:
 
     # -- verdicts ----------------------------------------------------------------------------------
     def judge(
-        self, candidate: RunDocument, thresholds: dict[str, float], measured: dict[str, float], canary: float | None
+        self,
+        candidate: RunDocument,
+        thresholds: dict[str, float],
+        measured: dict[str, float],
+        canary: float | None,
+        more: list[RunDocument] = (),
     ) -> dict[str, Verdict]:
         """Verdicts for one test's records (the candidate run) against the baseline. ``measured``:
         the log centres of every benchmark this process measured so far (this test's included),
-        from which the run's shared shift is estimated; ``canary``: this run's log canary."""
+        from which the run's shared shift is estimated; ``canary``: this run's log canary;
+        ``more``: the same records measured in fresh processes (confirm.py), further candidate
+        runs under the same shift."""
         from pytest_tesserabench import gate, run_effect
 
         shifts = None
         if self.model is not None:
             shifts = {i: run_effect.candidate_shift(self.model, measured, i, canary) for i in candidate.benchmarks}
         verdicts = gate.compare_runs(
-            [candidate],
+            [candidate, *more],
             self.runs,
             self.config,
             n_compared=max(self.n_compared, len(candidate.benchmarks)),

@@ -179,6 +179,20 @@ def parse_ab_processes(text: Any) -> int:
     return value
 
 
+MAX_CONFIRM = 8
+
+
+def parse_confirm(text: Any) -> int:
+    """Fresh processes that measure a benchmark again before it fails in history mode: 0 to 8."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError(f"must be a whole number from 0 (never) to {MAX_CONFIRM}") from None
+    if not 0 <= value <= MAX_CONFIRM:
+        raise ValueError(f"must be a whole number from 0 (never) to {MAX_CONFIRM}")
+    return value
+
+
 def parse_passes(text: Any) -> int | None:
     """Passes over the suite: auto (None) or 1 to 20."""
     from pytest_tesserabench.passes import MAX_PASSES
@@ -343,6 +357,13 @@ OPTIONS: tuple[Option, ...] = (
         "S",
     ),
     _option(
+        "bench_confirm",
+        "with --bench-compare: before a benchmark fails, measure it again in N fresh processes and "
+        "judge them together, so that one process's own bias cannot fail it (default 2; 0: never)",
+        parse_confirm,
+        "N",
+    ),
+    _option(
         "bench_passes",
         "measure every benchmark in N interleaved passes over the suite, so all of them see the same "
         "states of the machine (default auto: 4 when saving or comparing a baseline, else 1)",
@@ -439,6 +460,7 @@ class Settings:
     ab: str | None = None
     ab_processes: int = 8
     settle_time: float = 2.0
+    confirm: int = 2  # fresh processes that re-measure a REGRESSED benchmark (history mode; confirm.py)
     passes: int | None = None  # None: auto (passes.planned)
     ab_serve: str | None = None
     history: int = 10
@@ -494,6 +516,7 @@ _FIELD = {
     "bench_ab": "ab",
     "bench_ab_processes": "ab_processes",
     "bench_settle_time": "settle_time",
+    "bench_confirm": "confirm",
     "bench_passes": "passes",
     "bench_ab_serve": "ab_serve",
     "bench_history": "history",
@@ -516,6 +539,9 @@ _IMPLY_BENCH = (
     "save", "compare", "ncu", "trace_dir", "json_path", "html_path", "md_path", "csv_path", "only", "ab", "ab_serve"
 )  # fmt: skip
 _IMPLY_BENCH_FROM_INI = ("save", "compare", "ab")
+_SERVED_IGNORES = (
+    "save", "compare", "ab", "json_path", "html_path", "md_path", "csv_path", "ncu", "trace_dir"
+)  # fmt: skip
 
 
 def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings:
@@ -545,6 +571,12 @@ def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings
         sources[_FIELD[opt.dest]] = source
     if values.get("bench_dir") is None:
         values["bench_dir"] = rootdir / "baselines"
+    if values.get("ab_serve"):
+        # A served process only measures on request: what the project's ini or addopts say about
+        # comparing, saving or writing files belongs to the session that started it.
+        for name in _SERVED_IGNORES:
+            values.pop(name, None)
+        values["github_summary"] = False
     for name in _IMPLY_BENCH:
         if values.get(name) and (sources[name] == "command line" or name in _IMPLY_BENCH_FROM_INI):
             values["enabled"] = True

@@ -511,6 +511,7 @@ class SessionHooks:
             return result
         records = list(fixture.records.values())
         verdicts = self._settle(fixture, records, self.state.judge(records, fixture.threshold))
+        verdicts = self._confirm(item, records, verdicts, fixture.threshold)
         failures = []
         for record in records:
             verdict = verdicts.get(record.id)
@@ -581,6 +582,56 @@ class SessionHooks:
                 verdicts[record.id] = replace(
                     verdict, notes=(*verdict.notes, f"settled: {spent:.1f} s more, {outcome}")
                 )
+        return verdicts
+
+    def _confirm(self, item: pytest.Item, records, verdicts, threshold: float):
+        """History mode: a benchmark about to fail on its timing is measured again in
+        --bench-confirm fresh processes and judged on all of them (confirm.py says why)."""
+        from dataclasses import replace
+
+        state = self.state
+        processes = state.settings.confirm
+        if state.comparison is None or processes <= 0 or state.instruments.ranks.size > 1:
+            return verdicts
+        suspects = [
+            record
+            for record in records
+            if record.id in verdicts and verdicts[record.id].status == "REGRESSED" and not verdicts[record.id].reasons
+        ]
+        if not suspects:
+            return verdicts
+        from pytest_tesserabench import confirm
+        from pytest_tesserabench.gate import log_centre
+
+        inifile = ["-c", str(item.config.inipath)] if item.config.inipath else []
+        # Held throughout: under xdist no other worker measures while the fresh processes do.
+        with state.instruments.measurement_lock():
+            confirmation = confirm.confirm(
+                suspects,
+                processes=processes,
+                settings=state.settings,
+                rootdir=state.context.rootdir,
+                cache_dir=state.instruments.cache_dir,
+                extra_args=inifile,
+            )
+        if not confirmation.processes:
+            for record in suspects:
+                verdict = verdicts[record.id]
+                said = f"not measured again: {confirmation.problem}"
+                verdicts[record.id] = replace(verdict, notes=(*verdict.notes, said))
+            return verdicts
+        again = state.judge(suspects, threshold, more=[list(p.values()) for p in confirmation.processes])
+        for record in suspects:
+            first, verdict = verdicts[record.id], again.get(record.id, verdicts[record.id])
+            said = confirm.note(confirmation, record.id, first.ratio, log_centre(record), verdict.status)
+            if confirmation.problem:
+                said += f"; {confirmation.problem}"
+            verdict = replace(verdict, notes=(*verdict.notes, said))
+            if verdict.status == "INCONCLUSIVE":  # the processes disagree: more rounds would not settle it
+                verdict = replace(verdict, hint_text=confirm.DISAGREE_HINT)
+            verdicts[record.id] = verdict
+            if record.sampling is not None:
+                record.sampling = replace(record.sampling, confirm_s=confirmation.seconds / len(suspects))
         return verdicts
 
     def _end_test_on_both_sides(self, item: pytest.Item) -> None:

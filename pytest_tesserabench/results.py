@@ -246,6 +246,7 @@ class Sampling:
     stop: str = ""
     elapsed_s: float = 0.0
     settle_s: float = 0.0  # extra measuring an INCONCLUSIVE verdict took to settle
+    confirm_s: float = 0.0  # measuring a REGRESSED one again in fresh processes took (confirm.py)
     run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
     others_cpu_s: float = 0.0  # CPU time other processes used while the rounds were timed (neighbours)
     others_wall_s: float = 0.0  # the wall time of those rounds
@@ -267,6 +268,7 @@ class Sampling:
             stop=_text(data.get("stop", ""), f"{where}.stop"),
             elapsed_s=_number(data.get("elapsed_s", 0.0), f"{where}.elapsed_s", nullable=False, low=0.0, high=1e9),
             settle_s=_number(data.get("settle_s", 0.0), f"{where}.settle_s", nullable=False, low=0.0, high=1e9),
+            confirm_s=_number(data.get("confirm_s", 0.0), f"{where}.confirm_s", nullable=False, low=0.0, high=1e9),
             run_queue_wait_s=_number(
                 data.get("run_queue_wait_s", 0.0), f"{where}.run_queue_wait_s", nullable=False, low=0.0, high=1e9
             ),

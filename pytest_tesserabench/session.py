@@ -66,9 +66,13 @@ class BenchSession:
         return self.comparison is not None or self.settings.ab is not None
 
     # -- judging -----------------------------------------------------------------------------------
-    def judge(self, records: list[BenchRecord], threshold: float) -> dict[str, Verdict]:
+    def judge(
+        self, records: list[BenchRecord], threshold: float, more: list[list[BenchRecord]] = ()
+    ) -> dict[str, Verdict]:
         """Verdicts for one test's records: IMPOSSIBLE where the throughput beats the device's
-        roofline, else the gate's against the baseline or, with --bench-ab, the reference."""
+        roofline, else the gate's against the baseline or, with --bench-ab, the reference.
+        ``more``: the same benchmarks measured again in fresh processes (--bench-confirm), judged
+        as further candidate runs."""
         verdicts: dict[str, Verdict] = {}
         if self.settings.ab is not None:
             from pytest_tesserabench.ab.verdicts import ab_verdicts
@@ -82,8 +86,9 @@ class BenchSession:
                 if centre is not None:
                     self.measured[record.id] = centre
             candidate = self.context.document({r.id: r for r in records}, with_commit=False)
+            again = [self.context.document({r.id: r for r in run}, with_commit=False) for run in more]
             verdicts = self.comparison.judge(
-                candidate, {r.id: threshold for r in records}, self.measured, self.context.log_canary()
+                candidate, {r.id: threshold for r in records}, self.measured, self.context.log_canary(), more=again
             )
         from pytest_tesserabench import run_conditions
 

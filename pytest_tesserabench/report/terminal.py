@@ -253,6 +253,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         width=width,
     ):
         terminalreporter.write_line(line.text, **line.markup())
+    confirmed = confirm_line(state.records.values())
+    if confirmed:
+        terminalreporter.write_line(confirmed)
     settle = settle_by_ab_line(state, terminalreporter.config)
     if settle:
         terminalreporter.write_line(settle, yellow=True)
@@ -276,8 +279,22 @@ def run_notes(state, config) -> list[str]:
 def report_notes(records, *, settle: str | None = None, suite=None, not_run: str | None = None) -> list[str]:
     """What a run says about itself, in the summary's order: the CPU was shared, ``settle`` (the
     command that settles its INCONCLUSIVE verdicts), its ``suite``-wide shift, ``not_run``."""
-    lines = [cpu_sharing_line(records), settle, suite.line() if suite is not None else None, not_run]
-    return [line for line in lines if line]
+    lines = [cpu_sharing_line(records), confirm_line(records), settle, suite.line() if suite is not None else None]
+    return [line for line in [*lines, not_run] if line]
+
+
+def confirm_line(records) -> str | None:
+    """How --bench-confirm went: the benchmarks it measured again, what that cost, how many it
+    confirmed (their verdicts stayed REGRESSED)."""
+    again = [r for r in records if r.sampling is not None and r.sampling.confirm_s > 0]
+    if not again:
+        return None
+    confirmed = sum(1 for r in again if r.verdict is not None and r.verdict.status == "REGRESSED")
+    seconds = sum(r.sampling.confirm_s for r in again)
+    return (
+        f"{len(again)} slower benchmark(s) measured again in fresh processes before failing ({seconds:.1f} s): "
+        f"{confirmed} confirmed, {len(again) - confirmed} not (--bench-confirm)"
+    )
 
 
 def suite_line(state) -> str | None:

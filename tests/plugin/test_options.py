@@ -58,12 +58,24 @@ def test_relative_ini_paths_are_relative_to_rootdir():
         ({"bench_timer": "wallclock"}, "--bench-timer='wallclock'"),
         ({"bench_arch": "sm_75"}, "--bench-arch='sm_75'"),
         ({"bench_peaks": "guess"}, "--bench-peaks='guess'"),
+        ({"bench_confirm": "9"}, "--bench-confirm='9' (command line): must be a whole number from 0 (never) to 8"),
+        ({"bench_confirm": "two"}, "--bench-confirm='two'"),
     ],
 )
 def test_bad_values_name_the_option(cli, culprit):
     with pytest.raises(options.SettingsError) as err:
         resolve(cli)
     assert culprit in str(err.value)
+
+
+def test_a_served_process_leaves_comparing_saving_and_files_to_the_session_that_started_it(tmp_path):
+    # The project's addopts reach a served process too (--bench-ab's sides, --bench-confirm's fresh
+    # processes): it must not judge, confirm, save or write reports of its own.
+    ini = {"bench_compare": "main", "bench_save": "main", "bench_json": "out.json", "bench_md": "out.md"}
+    served = resolve({"bench_ab_serve": "/tmp/socket"}, ini, tmp_path)
+    assert (served.compare, served.save, served.json_path, served.md_path) == (None, None, None, None)
+    assert served.enabled and not served.github_summary
+    assert resolve({}, ini, tmp_path).compare == "main"  # (the session itself keeps them)
 
 
 def test_bad_ini_value_names_the_ini_key():

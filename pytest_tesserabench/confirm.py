@@ -1,0 +1,164 @@
+"""``--bench-confirm``: before a benchmark fails in history mode, measure it again in fresh
+processes of the same tree and judge all of them together.
+
+Why: a process carries its own steady bias. Where the interpreter, the allocator and the loader
+put things (address-space layout, the environment's size) moves a pure-Python workload by a few
+percent for the life of the process, and on the CI VM now and then by much more: in gate_real's
+loaded runs, ``w_matmul`` read 2.73-2.95 ms in every pass of one process against 2.40-2.47 ms in
+its baseline, while the other benchmarks and the canary of that process did not move (about one
+process in eight; 30 fresh processes of the unchanged code spread 2.39-2.55 ms, and 2.52-2.66 ms
+with address randomisation off). Passes, the run-effect model and settling all measure inside the
+one process, so none of them can see it; that process's draw was the run's only false alarm.
+A/B already spreads its measurement over several processes per side for the same reason.
+
+How: each fresh process is a served process (ab/served.py, unpinned, thread pools as in this
+session) that collects the test's file, runs the test, warms the suspect call up and measures it
+in as many blocks of rounds as this process measured it in passes, so each fresh record reads as a
+run of its own. The records join the candidate's runs in ``gate.compare_runs``: the candidate's
+centre becomes the median of the processes' centres and their spread joins the between-run
+noise. A slowdown of the code slows every process and stays REGRESSED; one process's bias does
+not. It costs nothing until a benchmark regresses, then about the test's own time per process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_tesserabench.ab.served import Reached, ServedProcess, TestDone, measurement_args
+from pytest_tesserabench.ab.worktree import ABError
+from pytest_tesserabench.options import Settings
+from pytest_tesserabench.results import BenchRecord, Sampling, Stats
+
+# What settles a verdict the processes disagree on: not more rounds in any one of them.
+DISAGREE_HINT = (
+    "the processes that measured it disagree (see its note): a process's own bias, which more rounds do not "
+    "remove; --bench-ab=REF measures it in several processes per side, or more fresh ones (--bench-confirm=4)"
+)
+MIN_BLOCK_ROUNDS = 3  # a block's median needs a few rounds to be a centre at all
+
+
+@dataclass
+class Confirmation:
+    """What the fresh processes measured: per process, the suspects' records (by record id)."""
+
+    processes: list[dict[str, BenchRecord]] = field(default_factory=list)
+    seconds: float = 0.0
+    problem: str | None = None  # why fewer processes than asked measured (the verdict stands then)
+
+
+def blocks_like(record: BenchRecord) -> list[int]:
+    """Rounds per block for a fresh process: as many blocks as ``record`` has passes, each of its
+    mean pass length, so the gate reads a fresh record's centre as it reads this one's."""
+    sampling = record.sampling
+    passes = sampling.pass_rounds if sampling is not None and len(sampling.pass_rounds) > 1 else ()
+    if passes:
+        size = math.ceil(sum(passes) / len(passes))
+        return [max(size, MIN_BLOCK_ROUNDS)] * len(passes)
+    return [max(len(record.rounds_ms), MIN_BLOCK_ROUNDS)]
+
+
+def confirm(
+    suspects: list[BenchRecord],
+    *,
+    processes: int,
+    settings: Settings,
+    rootdir: Path,
+    cache_dir: Path | None,
+    extra_args: list[str] = (),
+) -> Confirmation:
+    """Measure ``suspects`` (records of one test) again in ``processes`` fresh processes, one at a
+    time. Never raises for the processes' sake: what went wrong is ``problem``."""
+    nodeid = suspects[0].nodeid
+    start = time.perf_counter()
+    result = Confirmation()
+    for index in range(processes):
+        process = ServedProcess(
+            rootdir,
+            where=f"fresh process {index + 1} of {processes} for {nodeid}",
+            cwd=rootdir,
+            test_files=[nodeid.split("::", 1)[0]],
+            pytest_args=[*measurement_args(settings), f"--rootdir={rootdir}", *extra_args],
+            cache_dir=cache_dir,
+            option="--bench-confirm",
+            pinned=False,
+        )
+        try:
+            process.launch()
+            process.connect()
+            records = _measure_in(process, nodeid, suspects)
+        except ABError as exc:
+            result.problem = str(exc)
+            break
+        finally:
+            process.close()
+        if isinstance(records, str):
+            result.problem = f"--bench-confirm: {process.where}: {records}"
+            break
+        result.processes.append(records)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _measure_in(process: ServedProcess, nodeid: str, suspects: list[BenchRecord]) -> dict[str, BenchRecord] | str:
+    """The suspects measured in ``process`` (record id -> record), or why not."""
+    wanted = {(record.name, record.timer): record for record in suspects}
+    if not process.run_test(nodeid):
+        return "the test is not collected there"
+    measured: dict[str, BenchRecord] = {}
+    while True:
+        message = process.next_call()
+        if isinstance(message, TestDone):
+            break
+        record = wanted.get((message.name, message.timer)) if isinstance(message, Reached) else None
+        if record is None or record.id in measured:
+            process.skip()
+            continue
+        process.warm_up(None)
+        blocks = [process.block(rounds) for rounds in blocks_like(record)]
+        process.done()
+        measured[record.id] = _fresh_record(record, blocks)
+    if message.outcome != "passed":
+        return f"the test {message.outcome} there" + (f": {message.error}" if message.error else "")
+    if len(measured) < len(wanted):
+        return "the test did not make the same bench() calls there"
+    return measured
+
+
+def _fresh_record(record: BenchRecord, blocks) -> BenchRecord:
+    """``record`` as the fresh process measured it: its rounds, one pass per block."""
+    rounds = [r for block in blocks for r in block.rounds_ms]
+    samples = [s for block in blocks for s in block.samples_ms]
+    sampling = record.sampling or Sampling()
+    sampling = dataclasses.replace(
+        sampling,
+        passes=len(blocks),
+        pass_rounds=tuple(len(block.rounds_ms) for block in blocks),
+        settle_s=0.0,
+        run_queue_wait_s=sum(block.run_queue_wait_s for block in blocks),
+        others_cpu_s=0.0,
+        others_wall_s=0.0,
+    )
+    return dataclasses.replace(
+        record, rounds_ms=rounds, samples_ms=samples, stats=Stats.of(rounds, samples), sampling=sampling, verdict=None
+    )
+
+
+def note(confirmation: Confirmation, record_id: str, first_ratio: float, first_centre: float, status: str) -> str:
+    """The verdict's note: each fresh process's change, in the verdict's own terms (this process's
+    change scaled by how the fresh process's centre stands to this one's)."""
+    from pytest_tesserabench.gate import log_centre
+
+    changes = []
+    for records in confirmation.processes:
+        centre = log_centre(records[record_id]) if record_id in records else None
+        if centre is not None:
+            changes.append(f"{(first_ratio * math.exp(centre - first_centre) - 1) * 100:+.1f}%")
+    outcome = "confirmed" if status == "REGRESSED" else f"not confirmed, {status}"
+    return (
+        f"measured again in {len(changes)} fresh process(es): {', '.join(changes)} "
+        f"(here {(first_ratio - 1) * 100:+.1f}%; {confirmation.seconds:.1f} s); judged on all: {outcome}"
+    )

@@ -1,0 +1,144 @@
+"""--bench-confirm: a benchmark about to fail in history mode is measured again in fresh processes;
+a slowdown of the code stays REGRESSED, one process's own slowness does not fail the test."""
+
+import json
+import math
+import re
+
+import pytest
+from snippets import FAKE_CLOCK
+
+from pytest_tesserabench import confirm
+from pytest_tesserabench.results import BenchRecord, Sampling
+
+# The kernel takes 2 ms of a fake clock. SLOWER_<name> slows it in every process (a change of the
+# code); SLOWER_HERE_<name> only in the session's own process, not in the fresh ones --bench-confirm
+# starts (they are served processes: they have the served-process key in their environment).
+WORKLOAD = (
+    """
+import os, random, time, pytest
+from pytest_tesserabench import run_queue
+
+RUN = int(os.environ.get("RUN", "0"))
+FRESH = "TESSERABENCH_AB_AUTHKEY" in os.environ
+
+"""
+    + FAKE_CLOCK
+    + """
+
+@pytest.mark.parametrize("name", ["a", "b", "c"])
+def test_work(bench, name, fake_clock):
+    rng = random.Random(f"{RUN}-{name}-{FRESH}")
+    drift = 1 + rng.gauss(0, 0.005)
+    scale = float(os.environ.get("SLOWER_" + name, "1"))
+    if not FRESH:
+        scale *= float(os.environ.get("SLOWER_HERE_" + name, "1"))
+
+    def kernel():
+        fake_clock[0] += int(2e6 * scale * drift * (1 + rng.gauss(0, 0.01)))
+
+    bench(kernel)
+    assert not (FRESH and os.environ.get("FAIL_FRESH")), "fails in a fresh process"
+"""
+)
+ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8", "-p", "no:randomly")
+
+
+def said(result) -> str:
+    """The run's output with its lines joined (the table wraps a verdict's notes)."""
+    return " ".join(result.stdout.str().split())
+
+
+@pytest.fixture
+def project(pytester, monkeypatch):
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    for run in range(3):
+        monkeypatch.setenv("RUN", str(run))
+        pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=3)
+    monkeypatch.setenv("RUN", "99")
+    return pytester
+
+
+def test_a_slowdown_of_this_process_alone_is_not_confirmed_and_does_not_fail(project, monkeypatch):
+    monkeypatch.setenv("SLOWER_HERE_b", "1.3")
+    unconfirmed = project.runpytest("--bench-compare=main", "--bench-confirm=0", *ARGS)
+    unconfirmed.assert_outcomes(passed=2, failed=1)  # what the gate alone says of such a process
+    assert "fresh process" not in unconfirmed.stdout.str()
+
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=3)
+    assert re.search(
+        r"measured again in 2 fresh process\(es\): [+-]\d\.\d%, [+-]\d\.\d% \(here \+[23]\d\.\d%; [\d.]+ s\); "
+        r"judged on all: not confirmed, (UNCHANGED|INCONCLUSIVE)",
+        said(result),
+    )
+    # undecided: what would settle it is not more rounds here
+    assert "not confirmed, UNCHANGED" in said(result) or "the processes that measured it disagree" in said(result)
+    result.stdout.fnmatch_lines(
+        [
+            "1 slower benchmark(s) measured again in fresh processes before failing (*s): 0 confirmed, 1 not "
+            "(--bench-confirm)",
+        ]
+    )
+
+
+def test_a_slowdown_of_the_code_is_confirmed_and_fails_even_with_compare_in_addopts(project, monkeypatch, tmp_path):
+    # The project compares in its addopts: the fresh processes read them too, and must measure
+    # without judging (or confirming) anything themselves.
+    project.makeini("[pytest]\naddopts = --bench-compare=main\n")
+    monkeypatch.setenv("SLOWER_b", "1.3")
+    out = tmp_path / "run.json"
+    result = project.runpytest("--bench-confirm=1", f"--bench-json={out}", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    assert re.search(
+        r"measured again in 1 fresh process\(es\): \+\d\d\.\d% \(here \+\d\d\.\d%; [\d.]+ s\); "
+        r"judged on all: confirmed",
+        said(result),
+    )
+    result.stdout.fnmatch_lines(
+        [
+            "1 slower benchmark(s) measured again in fresh processes before failing (*s): 1 confirmed, 0 not "
+            "(--bench-confirm)",
+            "FAILED test_kernels.py::test_work[[]b[]] - Failed: REGRESSED (severe)*",
+        ]
+    )
+    benchmarks = json.loads(out.read_text())["benchmarks"]
+    assert benchmarks["test_kernels.py::test_work[b]"]["sampling"]["confirm_s"] > 0
+    assert benchmarks["test_kernels.py::test_work[a]"]["sampling"]["confirm_s"] == 0
+
+
+def test_a_test_that_fails_in_a_fresh_process_keeps_its_verdict_and_says_why(project, monkeypatch):
+    monkeypatch.setenv("SLOWER_b", "1.3")
+    monkeypatch.setenv("FAIL_FRESH", "1")
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    assert (
+        "not measured again: --bench-confirm: fresh process 1 of 2 for test_kernels.py::test_work[b]: the test "
+        "failed there: AssertionError: fails in a fresh process" in said(result)
+    )
+
+
+def _record(pass_rounds, rounds):
+    sampling = Sampling(passes=max(len(pass_rounds), 1), pass_rounds=tuple(pass_rounds))
+    return BenchRecord(
+        nodeid="t.py::x", name=None, group="g", timer="cpu", rounds_ms=[1.0] * rounds, stats=None, sampling=sampling
+    )
+
+
+def test_fresh_processes_measure_in_blocks_like_the_passes_of_this_one():
+    assert confirm.blocks_like(_record([10, 12, 11, 12], 45)) == [12, 12, 12, 12]
+    assert confirm.blocks_like(_record([], 20)) == [20]  # measured in one go
+    assert confirm.blocks_like(_record([1, 2], 3)) == [confirm.MIN_BLOCK_ROUNDS] * 2
+
+
+def test_a_fresh_record_reads_as_a_run_measured_in_passes_one_per_block():
+    from pytest_tesserabench.ab.served import Block
+    from pytest_tesserabench.gate import log_centre
+
+    main = _record([3, 3], 6)
+    blocks = [Block([2.0, 2.1, 2.2], [2.0, 2.1, 2.2], 0.5), Block([1.0, 1.1, 1.2], [1.0, 1.1, 1.2], 0.25)]
+    fresh = confirm._fresh_record(main, blocks)
+    assert fresh.rounds_ms == [2.0, 2.1, 2.2, 1.0, 1.1, 1.2] and fresh.stats.rounds == 6
+    assert (fresh.sampling.passes, fresh.sampling.pass_rounds, fresh.sampling.run_queue_wait_s) == (2, (3, 3), 0.75)
+    assert log_centre(fresh) == pytest.approx(math.log(1.1))  # the faster block's median, as for passes
+    assert main.rounds_ms == [1.0] * 6  # (the session's record is left as it was)
