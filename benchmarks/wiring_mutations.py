@@ -420,6 +420,20 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "--bench-confirm: a verdict the canary held back is measured again",
+        PLUGIN,
+        "                or verdicts[record.id].hint_text == run_conditions.MACHINE_MOVED_HINT\n",
+        "",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-confirm: the machine's drift over every process that measured",
+        "pytest_tesserabench/run_conditions.py",
+        "for r in [record, *again.get(record.id, [])]]",
+        "for r in [record]]",
+        (CONFIRM,),
+    ),
+    Mutation(
         "--bench-confirm: the summary line",
         TERMINAL,
         "        terminalreporter.write_line(confirmed)",

@@ -18,6 +18,12 @@ run of its own. The records join the candidate's runs in ``gate.compare_runs``: 
 centre becomes the median of the processes' centres and their spread joins the between-run
 noise. A slowdown of the code slows every process and stays REGRESSED; one process's bias does
 not. It costs nothing until a benchmark regresses, then about the test's own time per process.
+
+A slowdown held back because the canary caught the machine slow right before it
+(run_conditions.machine_moved) is measured again too, the canary timed before each fresh
+measurement: the machine's drift is then the median over the measurements, so a slow moment
+under one of them no longer hides a slowdown the others all see (gate_real run T: two +10%
+slowdowns of `w_sieve` read +12-14% held back by a canary +31-33% slow for a moment).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,9 +76,11 @@ def confirm(
     rootdir: Path,
     cache_dir: Path | None,
     extra_args: list[str] = (),
+    canary: Callable[[], float | None] = lambda: None,
 ) -> Confirmation:
     """Measure ``suspects`` (records of one test) again in ``processes`` fresh processes, one at a
-    time. Never raises for the processes' sake: what went wrong is ``problem``."""
+    time, ``canary()`` timed (here) right before each measurement, as before any other. Never
+    raises for the processes' sake: what went wrong is ``problem``."""
     nodeid = suspects[0].nodeid
     start = time.perf_counter()
     result = Confirmation()
@@ -89,7 +98,7 @@ def confirm(
         try:
             process.launch()
             process.connect()
-            records = _measure_in(process, nodeid, suspects)
+            records = _measure_in(process, nodeid, suspects, canary)
         except ABError as exc:
             result.problem = str(exc)
             break
@@ -103,7 +112,9 @@ def confirm(
     return result
 
 
-def _measure_in(process: ServedProcess, nodeid: str, suspects: list[BenchRecord]) -> dict[str, BenchRecord] | str:
+def _measure_in(
+    process: ServedProcess, nodeid: str, suspects: list[BenchRecord], canary
+) -> dict[str, BenchRecord] | str:
     """The suspects measured in ``process`` (record id -> record), or why not."""
     wanted = {(record.name, record.timer): record for record in suspects}
     if not process.run_test(nodeid):
@@ -117,10 +128,11 @@ def _measure_in(process: ServedProcess, nodeid: str, suspects: list[BenchRecord]
         if record is None or record.id in measured:
             process.skip()
             continue
+        moment = canary()  # the machine's speed now: run_conditions.machine_moved reads it
         process.warm_up(None)
         blocks = [process.block(rounds) for rounds in blocks_like(record)]
         process.done()
-        measured[record.id] = _fresh_record(record, blocks)
+        measured[record.id] = dataclasses.replace(_fresh_record(record, blocks), canary_ms=moment)
     if message.outcome != "passed":
         return f"the test {message.outcome} there" + (f": {message.error}" if message.error else "")
     if len(measured) < len(wanted):

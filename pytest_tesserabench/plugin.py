@@ -593,15 +593,23 @@ class SessionHooks:
         processes = state.settings.confirm
         if state.comparison is None or processes <= 0 or state.instruments.ranks.size > 1:
             return verdicts
+        from pytest_tesserabench import confirm, run_conditions
+        from pytest_tesserabench.gate import log_centre
+
+        # About to fail on its timing, or held back only because the canary caught the machine
+        # slow right before it (measured again at other moments, the machine may explain nothing).
         suspects = [
             record
             for record in records
-            if record.id in verdicts and verdicts[record.id].status == "REGRESSED" and not verdicts[record.id].reasons
+            if record.id in verdicts
+            and not verdicts[record.id].reasons
+            and (
+                verdicts[record.id].status == "REGRESSED"
+                or verdicts[record.id].hint_text == run_conditions.MACHINE_MOVED_HINT
+            )
         ]
         if not suspects:
             return verdicts
-        from pytest_tesserabench import confirm
-        from pytest_tesserabench.gate import log_centre
 
         inifile = ["-c", str(item.config.inipath)] if item.config.inipath else []
         # Held throughout: under xdist no other worker measures while the fresh processes do.
@@ -613,6 +621,7 @@ class SessionHooks:
                 rootdir=state.context.rootdir,
                 cache_dir=state.instruments.cache_dir,
                 extra_args=inifile,
+                canary=state.instruments.local_canary,
             )
         if not confirmation.processes:
             for record in suspects:
@@ -627,7 +636,8 @@ class SessionHooks:
             if confirmation.problem:
                 said += f"; {confirmation.problem}"
             verdict = replace(verdict, notes=(*verdict.notes, said))
-            if verdict.status == "INCONCLUSIVE":  # the processes disagree: more rounds would not settle it
+            if verdict.status == "INCONCLUSIVE" and verdict.hint_text != run_conditions.MACHINE_MOVED_HINT:
+                # the processes disagree: more rounds in any one of them would not settle it
                 verdict = replace(verdict, hint_text=confirm.DISAGREE_HINT)
             verdicts[record.id] = verdict
             if record.sampling is not None:

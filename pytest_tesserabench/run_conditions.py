@@ -27,11 +27,13 @@ def review(
     start_canary_ms: list[float],
     threshold: float,
     baseline_runs: list[RunDocument] | None,
+    more: list[list[BenchRecord]] = (),
 ) -> dict[str, Verdict]:
     """The verdicts once the run's conditions are taken into account. ``start_canary_ms``: the
     canary samples timed at the start of the run; ``baseline_runs``: None in A/B mode (its pairs
-    cancel what the machine does, and its reference ran on the same CPU)."""
-    verdicts = machine_moved(records, verdicts, start_canary_ms, threshold)
+    cancel what the machine does, and its reference ran on the same CPU); ``more``: the same
+    benchmarks measured in fresh processes (--bench-confirm), each with the canary before it."""
+    verdicts = machine_moved(records, verdicts, start_canary_ms, threshold, more)
     if baseline_runs is None:
         return verdicts
     verdicts = cpu_shared(records, verdicts)
@@ -59,17 +61,32 @@ def drift_allowance(start_canary_ms: list[float], threshold: float) -> float:
     return max(math.log1p(threshold) / 2, 4 * noise / math.sqrt(canary.LOCAL_SAMPLES))
 
 
+MACHINE_MOVED_HINT = "re-run on a quieter machine: the machine's speed changed during the run"
+
+
 def machine_moved(
-    records: list[BenchRecord], verdicts: dict[str, Verdict], start_canary_ms: list[float], threshold: float
+    records: list[BenchRecord],
+    verdicts: dict[str, Verdict],
+    start_canary_ms: list[float],
+    threshold: float,
+    more: list[list[BenchRecord]] = (),
 ) -> dict[str, Verdict]:
     """Never a REGRESSED of a benchmark the machine itself explains: when the canary right
     before it was slower than at the start by more than its noise allows, and the slowdown
-    less that drift is below the threshold, the verdict is INCONCLUSIVE and says why."""
+    less that drift is below the threshold, the verdict is INCONCLUSIVE and says why. Measured
+    in fresh processes too (``more``), the drift is the median over the measurements, as the
+    gate's centre is the median of theirs: a slow moment under one of them explains nothing."""
     verdicts = dict(verdicts)
     allowance = drift_allowance(start_canary_ms, threshold)
+    again = {r.id: [] for r in records}
+    for run in more:
+        for fresh in run:
+            again.setdefault(fresh.id, []).append(fresh)
     for record in records:
         verdict = verdicts.get(record.id)
-        drift = machine_drift(record, start_canary_ms)
+        drifts = [machine_drift(r, start_canary_ms) for r in [record, *again.get(record.id, [])]]
+        drifts = [d for d in drifts if d is not None]
+        drift = statistics.median(drifts) if drifts else None
         if verdict is None or drift is None or drift <= allowance or record.ab is not None:
             # (A/B pairs cancel what the machine does.) A machine that got faster cannot turn
             # an unchanged benchmark into a regression, and a CPU that was still clocking up
@@ -84,7 +101,7 @@ def machine_moved(
                     status="INCONCLUSIVE",
                     severity=None,
                     notes=(*verdict.notes, note + ": not a regression of its own"),
-                    hint_text="re-run on a quieter machine: the machine's speed changed during the run",
+                    hint_text=MACHINE_MOVED_HINT,
                 )
                 continue
         verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))

@@ -98,6 +98,7 @@ class BenchSession:
             start_canary_ms=run_conditions.start_samples(self.context.canary_ms),
             threshold=threshold,
             baseline_runs=self.comparison.runs if self.comparison is not None else None,
+            more=more,
         )
         for record in records:
             reason = self.instruments.impossible(

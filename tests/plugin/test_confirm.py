@@ -142,3 +142,39 @@ def test_a_fresh_record_reads_as_a_run_measured_in_passes_one_per_block():
     assert (fresh.sampling.passes, fresh.sampling.pass_rounds, fresh.sampling.run_queue_wait_s) == (2, (3, 3), 0.75)
     assert log_centre(fresh) == pytest.approx(math.log(1.1))  # the faster block's median, as for passes
     assert main.rounds_ms == [1.0] * 6  # (the session's record is left as it was)
+
+
+def test_a_slowdown_held_back_for_a_slow_machine_is_confirmed_when_fresh_processes_see_the_machine_at_speed(
+    project, monkeypatch
+):
+    from pytest_tesserabench import canary
+
+    monkeypatch.setenv("SLOWER_b", "1.25")
+    confirming = []
+    started = confirm.confirm
+
+    def confirm_and_note(*args, **kwargs):
+        confirming.append(True)
+        return started(*args, **kwargs)
+
+    # the canary reads the machine +30% slow right before every benchmark of the run, and at
+    # speed (as at the start) once the fresh processes measure
+    def canary_reads(samples=canary.CANARY_SAMPLES):
+        return [2.6 if samples != canary.CANARY_SAMPLES and not confirming else 2.0] * samples
+
+    monkeypatch.setattr(canary, "measure_canary", canary_reads)
+    monkeypatch.setattr(confirm, "confirm", confirm_and_note)
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    assert re.search(r"judged on all: confirmed", said(result))
+    assert "not a regression of its own" not in said(result)
+
+    # slow at every moment, the fresh processes' too: the machine explains it, held back still
+    confirming.clear()
+    monkeypatch.setattr(confirm, "confirm", lambda *args, **kwargs: started(*args, **kwargs))
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=3)
+    assert "the machine was +30% slower than at the start of the run (canary): not a regression of its own" in said(
+        result
+    )
+    assert "not confirmed, INCONCLUSIVE" in said(result)
