@@ -392,6 +392,13 @@ MUTATIONS = (
         ("tests/gate/test_run_effect.py",),
     ),
     Mutation(
+        "history settling is counted in the summary",
+        TERMINAL,
+        "    settled = [r for r in records if r.ab is None and r.sampling is not None and r.sampling.settle_s > 0]",
+        "    settled = []",
+        (WIRING,),
+    ),
+    Mutation(
         "--bench-confirm: the step is called",
         PLUGIN,
         "        verdicts = self._confirm(item, records, verdicts, fixture.threshold)\n",
@@ -429,15 +436,22 @@ MUTATIONS = (
     Mutation(
         "--bench-confirm: the machine's drift over every process that measured",
         "pytest_tesserabench/run_conditions.py",
-        "for r in [record, *again.get(record.id, [])]]",
-        "for r in [record]]",
+        "        drift = min(drifts) if drifts else None",
+        "        drift = drifts[0] if drifts else None",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-confirm: the machine explains a slowdown only when slow before every measurement",
+        "pytest_tesserabench/run_conditions.py",
+        "        drift = min(drifts) if drifts else None",
+        "        drift = statistics.median(drifts) if drifts else None",
         (CONFIRM,),
     ),
     Mutation(
         "--bench-confirm: the summary line",
         TERMINAL,
-        "        terminalreporter.write_line(confirmed)",
-        "        pass",
+        "settled_line(state.records.values()), confirm_line(state.records.values())):",
+        "settled_line(state.records.values()),):",
         (CONFIRM,),
     ),
 )

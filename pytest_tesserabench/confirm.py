@@ -21,15 +21,17 @@ not. It costs nothing until a benchmark regresses, then about the test's own tim
 
 A slowdown held back because the canary caught the machine slow right before it
 (run_conditions.machine_moved) is measured again too, the canary timed before each fresh
-measurement: the machine's drift is then the median over the measurements, so a slow moment
-under one of them no longer hides a slowdown the others all see (gate_real run T: two +10%
-slowdowns of `w_sieve` read +12-14% held back by a canary +31-33% slow for a moment).
+measurement: the machine explains the slowdown then only when it was slow before every
+measurement, so a slow moment before one of them no longer hides a slowdown the others all see
+(gate_real run T: two +10% slowdowns of `w_sieve` read +12-14% held back by a canary +31-33%
+slow for a moment).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -159,16 +161,31 @@ def _fresh_record(record: BenchRecord, blocks) -> BenchRecord:
     )
 
 
-def note(confirmation: Confirmation, record_id: str, first_ratio: float, first_centre: float, status: str) -> str:
-    """The verdict's note: each fresh process's change, in the verdict's own terms (this process's
-    change scaled by how the fresh process's centre stands to this one's)."""
+def fresh_ratios(confirmation: Confirmation, record: BenchRecord, first_ratio: float) -> list[float]:
+    """Each fresh process's ratio to the baseline, in the verdict's own terms: this process's
+    ratio scaled by how the fresh process's centre stands to this one's."""
     from pytest_tesserabench.gate import log_centre
 
-    changes = []
+    first_centre = log_centre(record)
+    ratios = []
     for records in confirmation.processes:
-        centre = log_centre(records[record_id]) if record_id in records else None
-        if centre is not None:
-            changes.append(f"{(first_ratio * math.exp(centre - first_centre) - 1) * 100:+.1f}%")
+        centre = log_centre(records[record.id]) if record.id in records else None
+        if centre is not None and first_centre is not None:
+            ratios.append(first_ratio * math.exp(centre - first_centre))
+    return ratios
+
+
+def disagree(confirmation: Confirmation, record: BenchRecord, first, threshold: float) -> bool:
+    """Whether this process alone read the benchmark past the threshold: the fresh processes'
+    median did not (the verdict's hint then says more rounds would not settle it)."""
+    ratios = fresh_ratios(confirmation, record, first.ratio)
+    limit = 1 + (first.threshold if first.threshold is not None else threshold)
+    return bool(ratios) and first.ratio > limit and statistics.median(ratios) < limit
+
+
+def note(confirmation: Confirmation, record: BenchRecord, first_ratio: float, status: str) -> str:
+    """The verdict's note: what each fresh process measured, and what judging them all said."""
+    changes = [f"{(ratio - 1) * 100:+.1f}%" for ratio in fresh_ratios(confirmation, record, first_ratio)]
     outcome = "confirmed" if status == "REGRESSED" else f"not confirmed, {status}"
     return (
         f"measured again in {len(changes)} fresh process(es): {', '.join(changes)} "

@@ -594,7 +594,6 @@ class SessionHooks:
         if state.comparison is None or processes <= 0 or state.instruments.ranks.size > 1:
             return verdicts
         from pytest_tesserabench import confirm, run_conditions
-        from pytest_tesserabench.gate import log_centre
 
         # About to fail on its timing, or held back only because the canary caught the machine
         # slow right before it (measured again at other moments, the machine may explain nothing).
@@ -632,12 +631,12 @@ class SessionHooks:
         again = state.judge(suspects, threshold, more=[list(p.values()) for p in confirmation.processes])
         for record in suspects:
             first, verdict = verdicts[record.id], again.get(record.id, verdicts[record.id])
-            said = confirm.note(confirmation, record.id, first.ratio, log_centre(record), verdict.status)
+            said = confirm.note(confirmation, record, first.ratio, verdict.status)
             if confirmation.problem:
                 said += f"; {confirmation.problem}"
             verdict = replace(verdict, notes=(*verdict.notes, said))
-            if verdict.status == "INCONCLUSIVE" and verdict.hint_text != run_conditions.MACHINE_MOVED_HINT:
-                # the processes disagree: more rounds in any one of them would not settle it
+            if verdict.status == "INCONCLUSIVE" and confirm.disagree(confirmation, record, first, threshold):
+                # this process alone read it slow: more rounds in any one process would not settle it
                 verdict = replace(verdict, hint_text=confirm.DISAGREE_HINT)
             verdicts[record.id] = verdict
             if record.sampling is not None:

@@ -253,9 +253,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         width=width,
     ):
         terminalreporter.write_line(line.text, **line.markup())
-    confirmed = confirm_line(state.records.values())
-    if confirmed:
-        terminalreporter.write_line(confirmed)
+    for line in (settled_line(state.records.values()), confirm_line(state.records.values())):
+        if line:
+            terminalreporter.write_line(line)
     settle = settle_by_ab_line(state, terminalreporter.config)
     if settle:
         terminalreporter.write_line(settle, yellow=True)
@@ -279,8 +279,22 @@ def run_notes(state, config) -> list[str]:
 def report_notes(records, *, settle: str | None = None, suite=None, not_run: str | None = None) -> list[str]:
     """What a run says about itself, in the summary's order: the CPU was shared, ``settle`` (the
     command that settles its INCONCLUSIVE verdicts), its ``suite``-wide shift, ``not_run``."""
-    lines = [cpu_sharing_line(records), confirm_line(records), settle, suite.line() if suite is not None else None]
-    return [line for line in [*lines, not_run] if line]
+    lines = [cpu_sharing_line(records), settled_line(records), confirm_line(records), settle]
+    return [line for line in [*lines, suite.line() if suite is not None else None, not_run] if line]
+
+
+def settled_line(records) -> str | None:
+    """History mode: how many undecided benchmarks were measured longer to settle, for how long,
+    and how many that decided (A/B says it in its own counts line)."""
+    settled = [r for r in records if r.ab is None and r.sampling is not None and r.sampling.settle_s > 0]
+    if not settled:
+        return None
+    decided = sum(1 for r in settled if r.verdict is not None and r.verdict.status != "INCONCLUSIVE")
+    seconds = sum(r.sampling.settle_s for r in settled)
+    return (
+        f"{len(settled)} undecided benchmark(s) measured longer to settle ({seconds:.1f} s): {decided} decided "
+        "(--bench-settle-time)"
+    )
 
 
 def confirm_line(records) -> str | None:

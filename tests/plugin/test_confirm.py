@@ -169,7 +169,20 @@ def test_a_slowdown_held_back_for_a_slow_machine_is_confirmed_when_fresh_process
     assert re.search(r"judged on all: confirmed", said(result))
     assert "not a regression of its own" not in said(result)
 
+    # at speed before this process's measurement, slow before the fresh ones': a slow moment before
+    # some measurements explains nothing when one at speed read the slowdown too
+    confirming.clear()
+
+    def canary_reads_slow_while_confirming(samples=canary.CANARY_SAMPLES):
+        return [2.6 if samples != canary.CANARY_SAMPLES and confirming else 2.0] * samples
+
+    monkeypatch.setattr(canary, "measure_canary", canary_reads_slow_while_confirming)
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    assert re.search(r"judged on all: confirmed", said(result))
+
     # slow at every moment, the fresh processes' too: the machine explains it, held back still
+    monkeypatch.setattr(canary, "measure_canary", canary_reads)
     confirming.clear()
     monkeypatch.setattr(confirm, "confirm", lambda *args, **kwargs: started(*args, **kwargs))
     result = project.runpytest("--bench-compare=main", *ARGS)
