@@ -413,6 +413,13 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "--bench-confirm: the processes are judged as one run, centred on the median one",
+        "pytest_tesserabench/comparison.py",
+        "            processes_of_one_run=bool(more),",
+        "",
+        (CONFIRM,),
+    ),
+    Mutation(
         "--bench-confirm: a served process ignores the project's --bench-compare",
         "pytest_tesserabench/options.py",
         "            values.pop(name, None)",

@@ -147,6 +147,7 @@ class BaselineComparison:
             timings=self.same_machine,
             model=self.model,
             shifts=shifts,
+            processes_of_one_run=bool(more),
         )
         return {i: v for i, v in verdicts.items() if i in candidate.benchmarks}
 

@@ -14,10 +14,11 @@ A/B already spreads its measurement over several processes per side for the same
 How: each fresh process is a served process (ab/served.py, unpinned, thread pools as in this
 session) that collects the test's file, runs the test, warms the suspect call up and measures it
 in as many blocks of rounds as this process measured it in passes, so each fresh record reads as a
-run of its own. The records join the candidate's runs in ``gate.compare_runs``: the candidate's
-centre becomes the median of the processes' centres and their spread joins the between-run
-noise. A slowdown of the code slows every process and stays REGRESSED; one process's bias does
-not. It costs nothing until a benchmark regresses, then about the test's own time per process.
+run of its own. The records join the candidate's in ``gate.compare_runs``, judged as one run
+centred on the median process (gate._median_run says why not as runs of their own). A slowdown
+of the code slows every process and stays REGRESSED; one process's bias, this one's or a fresh
+one's, moves the median nowhere. It costs nothing until a benchmark regresses, then about the
+test's own time per process.
 
 A slowdown held back because the canary caught the machine slow right before it
 (run_conditions.machine_moved) is measured again too, the canary timed before each fresh

@@ -384,6 +384,22 @@ def earlier_passes_centre(record: BenchRecord) -> float | None:
     return None if split is None else passes_centre([list(part) for part in split[:-1]])
 
 
+def _median_run(centres: np.ndarray, within: np.ndarray, rounds: np.ndarray):
+    """Several processes' summaries of one run as one run: the median process's. Not as runs of
+    their own: their spread would join the between-run noise, and on the CI VM a fresh process
+    now and then reads a benchmark +50-70% for its whole life (gate_real run V), which widened
+    real +10% slowdowns into INCONCLUSIVE. The baseline's runs, each a process of its own,
+    already carry the process-to-process spread in the between-run noise; the median of three
+    processes is no noisier than the one run it stands for, and one odd process cannot move it."""
+    order = np.argsort(centres[0])
+    middle = order[(len(order) - 1) // 2 : len(order) // 2 + 1]  # one, or the middle two
+    return (
+        np.array([[float(np.mean(centres[0][middle]))]]),
+        np.array([[float(np.mean(within[0][middle]))]]),
+        np.array([[float(np.mean(rounds[0][middle]))]]),
+    )
+
+
 def _run_summaries(records: list[BenchRecord], shifts: list[float] | None = None):
     """(centres, within-run variances, rounds) of the runs, each centre less its run's shift."""
     shifts = shifts or [0.0] * len(records)
@@ -549,6 +565,7 @@ def compare_runs(
     timings: bool = True,
     model=None,
     shifts: Mapping[str, Any] | None = None,
+    processes_of_one_run: bool = False,
 ) -> dict[str, Verdict]:
     """Verdict per benchmark id, for the candidate run(s) against the baseline history.
 
@@ -560,6 +577,8 @@ def compare_runs(
     figures are compared. ``model`` (run_effect.BaselineModel) and ``shifts`` (benchmark id ->
     run_effect.Shift of the candidate run): judge each benchmark with the shared run shifts
     removed from the baseline's runs and from this one (history mode's run-effect model).
+    ``processes_of_one_run``: the candidate runs are one run measured in several processes
+    (--bench-confirm): judged as one run centred on the median process (_median_run).
     """
     config = config or GateConfig()
     thresholds = thresholds or {}
@@ -604,9 +623,10 @@ def compare_runs(
         base_shifts = [model.run_shifts[j] for j, _ in base_indexed] if model is not None else None
         shift = (shifts or {}).get(bench_id) if model is not None else None
         cand_shifts = [shift.value] * len(cand_measured) if shift is not None else None
-        nc = noise_components(
-            *_run_summaries([rec for _, rec in base_indexed], base_shifts), *_run_summaries(cand_measured, cand_shifts)
-        )
+        cand_summaries = _run_summaries(cand_measured, cand_shifts)
+        if processes_of_one_run:
+            cand_summaries = _median_run(*cand_summaries)
+        nc = noise_components(*_run_summaries([rec for _, rec in base_indexed], base_shifts), *cand_summaries)
         gated.append((bench_id, nc, kernels, history, shift, states.get(bench_id, 0.0)))
 
     if gated:

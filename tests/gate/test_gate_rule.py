@@ -179,6 +179,21 @@ def test_several_candidate_runs(rng):
     assert verdicts[IDS[0]].status == "REGRESSED" and verdicts[IDS[1]].status == "UNCHANGED"
 
 
+def test_one_run_measured_in_several_processes_is_centred_on_the_median_process(rng):
+    # --bench-confirm: this process and two fresh ones read a benchmark +12%; a fresh one, by a
+    # draw of its own, +70%. Judged as one run, the odd process neither moves the centre nor
+    # widens the interval; judged as three runs, its spread joins the between-run noise.
+    base = make_runs(3, rng)
+    processes = [make_runs(1, rng, scale={IDS[0]: factor})[0] for factor in (1.12, 1.12, 1.7)]
+    alone = compare_runs(processes[:1], base)[IDS[0]]
+    one_run = compare_runs(processes, base, processes_of_one_run=True)[IDS[0]]
+    as_runs = compare_runs(processes, base)[IDS[0]]
+    assert alone.status == one_run.status == "REGRESSED" and as_runs.status == "INCONCLUSIVE"
+    assert 1.08 < one_run.ratio < 1.16
+    width = math.log(one_run.ci[1] / one_run.ci[0])
+    assert width == pytest.approx(math.log(alone.ci[1] / alone.ci[0]), rel=0.25)
+
+
 def test_config_validation_names_the_field():
     with pytest.raises(ValueError, match="alpha"):
         GateConfig(alpha=2)

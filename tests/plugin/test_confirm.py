@@ -69,11 +69,9 @@ def test_a_slowdown_of_this_process_alone_is_not_confirmed_and_does_not_fail(pro
     result.assert_outcomes(passed=3)
     assert re.search(
         r"measured again in 2 fresh process\(es\): [+-]\d\.\d%, [+-]\d\.\d% \(here \+[23]\d\.\d%; [\d.]+ s\); "
-        r"judged on all: not confirmed, (UNCHANGED|INCONCLUSIVE)",
+        r"judged on all: not confirmed, UNCHANGED",  # (centred on the median process: a fresh one)
         said(result),
     )
-    # undecided: what would settle it is not more rounds here
-    assert "not confirmed, UNCHANGED" in said(result) or "the processes that measured it disagree" in said(result)
     result.stdout.fnmatch_lines(
         [
             "1 slower benchmark(s) measured again in fresh processes before failing (*s): 0 confirmed, 1 not "
