@@ -189,3 +189,19 @@ def test_a_slowdown_held_back_for_a_slow_machine_is_confirmed_when_fresh_process
         result
     )
     assert "not confirmed, INCONCLUSIVE" in said(result)
+
+
+def test_the_processes_disagree_only_when_this_one_alone_read_it_past_the_threshold():
+    from pytest_tesserabench.results import Verdict
+
+    def measured(ms):
+        return BenchRecord(nodeid="t.py::x", name=None, group="g", timer="cpu", rounds_ms=[ms] * 5, stats=None)
+
+    here = measured(1.15)
+    first = Verdict(id=here.id, status="REGRESSED", ratio=1.15, threshold=0.05)
+    fresh_at_speed = confirm.Confirmation(processes=[{here.id: measured(1.0)}, {here.id: measured(1.01)}])
+    fresh_slow_too = confirm.Confirmation(processes=[{here.id: measured(1.14)}, {here.id: measured(1.16)}])
+    assert [round(r, 3) for r in confirm.fresh_ratios(fresh_at_speed, here, first.ratio)] == [1.0, 1.01]
+    assert confirm.disagree(fresh_at_speed, here, first, 0.05)
+    assert not confirm.disagree(fresh_slow_too, here, first, 0.05)
+    assert "+0.0%, +1.0% (here +15.0%" in confirm.note(fresh_at_speed, here, first.ratio, "UNCHANGED")
