@@ -435,9 +435,9 @@ MUTATIONS = (
     ),
     Mutation(
         "--bench-confirm: a verdict the canary held back is measured again",
-        PLUGIN,
-        "                or verdicts[record.id].hint_text == run_conditions.MACHINE_MOVED_HINT\n",
-        "",
+        "pytest_tesserabench/confirm.py",
+        '        return verdict.status == "REGRESSED" or verdict.hint_text == MACHINE_MOVED_HINT',
+        '        return verdict.status == "REGRESSED"',
         (CONFIRM,),
     ),
     Mutation(

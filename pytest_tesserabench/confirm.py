@@ -162,6 +162,33 @@ def _fresh_record(record: BenchRecord, blocks) -> BenchRecord:
     )
 
 
+def suspects(records: list[BenchRecord], verdicts: dict) -> list[BenchRecord]:
+    """The records to measure again: about to fail on their timing, or held back only because the
+    canary caught the machine slow right before them (at other moments it may explain nothing)."""
+    from pytest_tesserabench.run_conditions import MACHINE_MOVED_HINT
+
+    def suspect(verdict) -> bool:
+        if verdict is None or verdict.reasons:  # (kernel figures: deterministic, nothing to confirm)
+            return False
+        return verdict.status == "REGRESSED" or verdict.hint_text == MACHINE_MOVED_HINT
+
+    return [record for record in records if suspect(verdicts.get(record.id))]
+
+
+def revised(first, judged, record: BenchRecord, confirmation: Confirmation, threshold: float):
+    """The verdict ``judged`` on every process, with the note saying what each fresh one measured
+    and, where this process alone read it past the threshold, the hint that more rounds would not
+    settle it. ``first``: this process's own verdict."""
+    ratios = fresh_ratios(confirmation, record, first.ratio)
+    said = note(confirmation, ratios, first.ratio, judged.status)
+    if confirmation.problem:
+        said += f"; {confirmation.problem}"
+    verdict = dataclasses.replace(judged, notes=(*judged.notes, said))
+    if verdict.status == "INCONCLUSIVE" and disagree(ratios, first, threshold):
+        verdict = dataclasses.replace(verdict, hint_text=DISAGREE_HINT)
+    return verdict
+
+
 def fresh_ratios(confirmation: Confirmation, record: BenchRecord, first_ratio: float) -> list[float]:
     """Each fresh process's ratio to the baseline, in the verdict's own terms: this process's
     ratio scaled by how the fresh process's centre stands to this one's."""
@@ -176,17 +203,16 @@ def fresh_ratios(confirmation: Confirmation, record: BenchRecord, first_ratio: f
     return ratios
 
 
-def disagree(confirmation: Confirmation, record: BenchRecord, first, threshold: float) -> bool:
+def disagree(ratios: list[float], first, threshold: float) -> bool:
     """Whether this process alone read the benchmark past the threshold: the fresh processes'
-    median did not (the verdict's hint then says more rounds would not settle it)."""
-    ratios = fresh_ratios(confirmation, record, first.ratio)
+    median (``ratios``) did not."""
     limit = 1 + (first.threshold if first.threshold is not None else threshold)
     return bool(ratios) and first.ratio > limit and statistics.median(ratios) < limit
 
 
-def note(confirmation: Confirmation, record: BenchRecord, first_ratio: float, status: str) -> str:
+def note(confirmation: Confirmation, ratios: list[float], first_ratio: float, status: str) -> str:
     """The verdict's note: what each fresh process measured, and what judging them all said."""
-    changes = [f"{(ratio - 1) * 100:+.1f}%" for ratio in fresh_ratios(confirmation, record, first_ratio)]
+    changes = [f"{(ratio - 1) * 100:+.1f}%" for ratio in ratios]
     outcome = "confirmed" if status == "REGRESSED" else f"not confirmed, {status}"
     return (
         f"measured again in {len(changes)} fresh process(es): {', '.join(changes)} "

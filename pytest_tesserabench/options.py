@@ -460,7 +460,7 @@ class Settings:
     ab: str | None = None
     ab_processes: int = 8
     settle_time: float = 2.0
-    confirm: int = 2  # fresh processes that re-measure a REGRESSED benchmark (history mode; confirm.py)
+    confirm: int = 2  # fresh processes that measure a benchmark about to fail again (history mode; confirm.py)
     passes: int | None = None  # None: auto (passes.planned)
     ab_serve: str | None = None
     history: int = 10

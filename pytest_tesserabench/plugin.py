@@ -593,23 +593,11 @@ class SessionHooks:
         processes = state.settings.confirm
         if state.comparison is None or processes <= 0 or state.instruments.ranks.size > 1:
             return verdicts
-        from pytest_tesserabench import confirm, run_conditions
+        from pytest_tesserabench import confirm
 
-        # About to fail on its timing, or held back only because the canary caught the machine
-        # slow right before it (measured again at other moments, the machine may explain nothing).
-        suspects = [
-            record
-            for record in records
-            if record.id in verdicts
-            and not verdicts[record.id].reasons
-            and (
-                verdicts[record.id].status == "REGRESSED"
-                or verdicts[record.id].hint_text == run_conditions.MACHINE_MOVED_HINT
-            )
-        ]
+        suspects = confirm.suspects(records, verdicts)
         if not suspects:
             return verdicts
-
         inifile = ["-c", str(item.config.inipath)] if item.config.inipath else []
         # Held throughout: under xdist no other worker measures while the fresh processes do.
         with state.instruments.measurement_lock():
@@ -622,23 +610,18 @@ class SessionHooks:
                 extra_args=inifile,
                 canary=state.instruments.local_canary,
             )
+        verdicts = dict(verdicts)
         if not confirmation.processes:
             for record in suspects:
                 verdict = verdicts[record.id]
-                said = f"not measured again: {confirmation.problem}"
-                verdicts[record.id] = replace(verdict, notes=(*verdict.notes, said))
+                verdicts[record.id] = replace(
+                    verdict, notes=(*verdict.notes, f"not measured again: {confirmation.problem}")
+                )
             return verdicts
         again = state.judge(suspects, threshold, more=[list(p.values()) for p in confirmation.processes])
         for record in suspects:
-            first, verdict = verdicts[record.id], again.get(record.id, verdicts[record.id])
-            said = confirm.note(confirmation, record, first.ratio, verdict.status)
-            if confirmation.problem:
-                said += f"; {confirmation.problem}"
-            verdict = replace(verdict, notes=(*verdict.notes, said))
-            if verdict.status == "INCONCLUSIVE" and confirm.disagree(confirmation, record, first, threshold):
-                # this process alone read it slow: more rounds in any one process would not settle it
-                verdict = replace(verdict, hint_text=confirm.DISAGREE_HINT)
-            verdicts[record.id] = verdict
+            first = verdicts[record.id]
+            verdicts[record.id] = confirm.revised(first, again.get(record.id, first), record, confirmation, threshold)
             if record.sampling is not None:
                 record.sampling = replace(record.sampling, confirm_s=confirmation.seconds / len(suspects))
         return verdicts

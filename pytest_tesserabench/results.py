@@ -246,7 +246,7 @@ class Sampling:
     stop: str = ""
     elapsed_s: float = 0.0
     settle_s: float = 0.0  # extra measuring an INCONCLUSIVE verdict took to settle
-    confirm_s: float = 0.0  # measuring a REGRESSED one again in fresh processes took (confirm.py)
+    confirm_s: float = 0.0  # measuring it again in fresh processes before failing took (confirm.py)
     run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
     others_cpu_s: float = 0.0  # CPU time other processes used while the rounds were timed (neighbours)
     others_wall_s: float = 0.0  # the wall time of those rounds

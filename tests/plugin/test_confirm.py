@@ -201,7 +201,11 @@ def test_the_processes_disagree_only_when_this_one_alone_read_it_past_the_thresh
     first = Verdict(id=here.id, status="REGRESSED", ratio=1.15, threshold=0.05)
     fresh_at_speed = confirm.Confirmation(processes=[{here.id: measured(1.0)}, {here.id: measured(1.01)}])
     fresh_slow_too = confirm.Confirmation(processes=[{here.id: measured(1.14)}, {here.id: measured(1.16)}])
-    assert [round(r, 3) for r in confirm.fresh_ratios(fresh_at_speed, here, first.ratio)] == [1.0, 1.01]
-    assert confirm.disagree(fresh_at_speed, here, first, 0.05)
-    assert not confirm.disagree(fresh_slow_too, here, first, 0.05)
-    assert "+0.0%, +1.0% (here +15.0%" in confirm.note(fresh_at_speed, here, first.ratio, "UNCHANGED")
+    at_speed = confirm.fresh_ratios(fresh_at_speed, here, first.ratio)
+    assert [round(r, 3) for r in at_speed] == [1.0, 1.01]
+    assert confirm.disagree(at_speed, first, 0.05)
+    assert not confirm.disagree(confirm.fresh_ratios(fresh_slow_too, here, first.ratio), first, 0.05)
+    undecided = Verdict(id=here.id, status="INCONCLUSIVE", ratio=1.01, threshold=0.05, hint_text="more rounds")
+    revised = confirm.revised(first, undecided, here, fresh_at_speed, 0.05)
+    assert revised.hint_text == confirm.DISAGREE_HINT and "+0.0%, +1.0% (here +15.0%" in revised.notes[-1]
+    assert confirm.revised(first, undecided, here, fresh_slow_too, 0.05).hint_text == "more rounds"
