@@ -41,7 +41,7 @@ from pathlib import Path
 from pytest_tesserabench.ab.served import Reached, ServedProcess, TestDone, measurement_args
 from pytest_tesserabench.ab.worktree import ABError
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.results import BenchRecord, Sampling, Stats
+from pytest_tesserabench.results import BenchRecord, RunDocument, Sampling, Stats
 
 # What settles a verdict the processes disagree on: not more rounds in any one of them.
 DISAGREE_HINT = (
@@ -162,31 +162,110 @@ def _fresh_record(record: BenchRecord, blocks) -> BenchRecord:
     )
 
 
+def as_json(fresh: BenchRecord) -> dict:
+    """A fresh process's measurement as the run file keeps it (BenchRecord.confirm)."""
+    passes = fresh.sampling.pass_rounds if fresh.sampling is not None else ()
+    return {"rounds_ms": list(fresh.rounds_ms), "pass_rounds": list(passes), "canary_ms": fresh.canary_ms}
+
+
+def fresh_records(record: BenchRecord) -> list[BenchRecord]:
+    """The fresh processes a run file kept for ``record`` (BenchRecord.confirm), as records."""
+    rebuilt = []
+    for process in record.confirm or []:
+        rounds, passes = list(process.get("rounds_ms", [])), tuple(process.get("pass_rounds", []))
+        sampling = dataclasses.replace(record.sampling or Sampling(), passes=max(len(passes), 1), pass_rounds=passes)
+        rebuilt.append(
+            dataclasses.replace(
+                record,
+                rounds_ms=rounds,
+                samples_ms=[],
+                stats=Stats.of(rounds) if rounds else None,
+                sampling=sampling,
+                canary_ms=process.get("canary_ms"),
+                confirm=None,
+                verdict=None,
+            )
+        )
+    return rebuilt
+
+
+def fresh_runs(candidate: RunDocument) -> list[RunDocument]:
+    """The fresh processes a run file kept, as runs (the k-th process of every benchmark that
+    was measured again), to judge the file again as the plugin judged it."""
+    fresh = {i: fresh_records(r) for i, r in candidate.benchmarks.items() if r.confirm}
+    count = max((len(records) for records in fresh.values()), default=0)
+    return [
+        dataclasses.replace(
+            candidate,
+            benchmarks={i: records[k] for i, records in fresh.items() if k < len(records)},
+            measured_order=[],
+        )
+        for k in range(count)
+    ]
+
+
 def suspects(records: list[BenchRecord], verdicts: dict) -> list[BenchRecord]:
-    """The records to measure again: about to fail on their timing, or held back only because the
-    canary caught the machine slow right before them (at other moments it may explain nothing)."""
+    """The records to measure again: about to fail on their timing; held back only because the
+    canary caught the machine slow right before them (at other moments it may explain nothing);
+    or INCONCLUSIVE with the point estimate past the threshold, where this process alone could
+    not decide what two more processes and it together can (gate.compare_runs: the median of
+    three processes is a centre with about half the between-run variance of one). Judging them
+    on all processes keeps the false-alarm rate: a verdict that fails then passed the full test
+    on all of them, and picking which to measure again only ever removes failures."""
     from pytest_tesserabench.run_conditions import MACHINE_MOVED_HINT
 
     def suspect(verdict) -> bool:
         if verdict is None or verdict.reasons:  # (kernel figures: deterministic, nothing to confirm)
             return False
+        if verdict.status == "INCONCLUSIVE":
+            limit = 1 + (verdict.threshold or 0.0)
+            return verdict.ratio is not None and verdict.ratio >= limit
         return verdict.status == "REGRESSED" or verdict.hint_text == MACHINE_MOVED_HINT
 
     return [record for record in records if suspect(verdicts.get(record.id))]
 
 
 def revised(first, judged, record: BenchRecord, confirmation: Confirmation, threshold: float):
-    """The verdict ``judged`` on every process, with the note saying what each fresh one measured
-    and, where this process alone read it past the threshold, the hint that more rounds would not
-    settle it. ``first``: this process's own verdict."""
+    """The verdict once the fresh processes measured it. ``first``: this process's own verdict;
+    ``judged``: the verdict on every process (gate.compare_runs, the median process).
+
+    The fresh processes speak for the code only where they read the benchmark as a process of
+    the baseline would. A fresh process has run one test, not the suite, and on the CI VM that
+    alone can move a workload: gate_real run X's quiet `w_dict` read 13-14% faster than in
+    the session's process in 6 of 12 fresh processes (a state a process with the suite's heap
+    behind it rarely draws: docs/gate.md), so two fast ones turned a +10% slowdown into
+    IMPROVED. Hence, with ``limit`` = 1 + the applied threshold and the fresh processes'
+    median ratio ``fresh``:
+
+    * fresh >= limit (they read it slower too): confirmed. A REGRESSED of this process stands
+      even where the median of all of them lands just short of deciding;
+    * fresh <= 1 / limit (they read it faster than its baseline did): they drew a state of their
+      own and cannot clear it; this process's verdict stands;
+    * between (they read it as the baseline did): the verdict on all of them.
+    The note says what each fresh process measured and which of these it was; where this process
+    alone read it past the threshold and the verdict is undecided, the hint says that more rounds
+    would not settle it."""
     ratios = fresh_ratios(confirmation, record, first.ratio)
-    said = note(confirmation, ratios, first.ratio, judged.status)
+    verdict, outcome = settled(first, judged, ratios, threshold)
+    said = note(confirmation, ratios, first.ratio, verdict.status, outcome)
     if confirmation.problem:
         said += f"; {confirmation.problem}"
-    verdict = dataclasses.replace(judged, notes=(*judged.notes, said))
+    verdict = dataclasses.replace(verdict, notes=(*verdict.notes, said))
     if verdict.status == "INCONCLUSIVE" and disagree(ratios, first, threshold):
         verdict = dataclasses.replace(verdict, hint_text=DISAGREE_HINT)
     return verdict
+
+
+def settled(first, judged, ratios: list[float], threshold: float):
+    """(the verdict, why this process's own verdict was kept or None): revised()'s rule, also
+    applied to a run file judged again offline (run_effect.compare_run)."""
+    limit = 1 + (first.threshold if first.threshold is not None else threshold)
+    fresh = statistics.median(ratios) if ratios else None
+    if fresh is not None and fresh >= limit and first.status == "REGRESSED" and judged.status != "REGRESSED":
+        return first, "confirmed: they read it past the threshold too"
+    if fresh is not None and fresh <= 1 / limit and first.status != judged.status:
+        return first, f"they read it faster than its baseline did, a state of their own: {first.status} stands"
+    return judged, None
 
 
 def fresh_ratios(confirmation: Confirmation, record: BenchRecord, first_ratio: float) -> list[float]:
@@ -210,11 +289,15 @@ def disagree(ratios: list[float], first, threshold: float) -> bool:
     return bool(ratios) and first.ratio > limit and statistics.median(ratios) < limit
 
 
-def note(confirmation: Confirmation, ratios: list[float], first_ratio: float, status: str) -> str:
-    """The verdict's note: what each fresh process measured, and what judging them all said."""
+def note(
+    confirmation: Confirmation, ratios: list[float], first_ratio: float, status: str, outcome: str | None = None
+) -> str:
+    """The verdict's note: what each fresh process measured, and what judging them all said
+    (or ``outcome``, where revised() kept this process's verdict)."""
     changes = [f"{(ratio - 1) * 100:+.1f}%" for ratio in ratios]
-    outcome = "confirmed" if status == "REGRESSED" else f"not confirmed, {status}"
+    if outcome is None:
+        outcome = "judged on all: " + ("confirmed" if status == "REGRESSED" else f"not confirmed, {status}")
     return (
         f"measured again in {len(changes)} fresh process(es): {', '.join(changes)} "
-        f"(here {(first_ratio - 1) * 100:+.1f}%; {confirmation.seconds:.1f} s); judged on all: {outcome}"
+        f"(here {(first_ratio - 1) * 100:+.1f}%; {confirmation.seconds:.1f} s); {outcome}"
     )

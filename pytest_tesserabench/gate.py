@@ -131,8 +131,13 @@ def noise_components(
     cand_centres: np.ndarray,
     cand_within: np.ndarray,
     cand_rounds: np.ndarray,
+    *,
+    candidate_spread: bool = True,
 ) -> NoiseComponents:
-    """From per-run summaries of shape (N, H) (baseline) and (N, Hc) (candidate)."""
+    """From per-run summaries of shape (N, H) (baseline) and (N, Hc) (candidate).
+    ``candidate_spread=False``: the candidate's runs are processes of one run (--bench-confirm);
+    their median is its centre, but their spread does not join the between-run noise (see
+    compare_runs)."""
     bc, bw, bn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (base_centres, base_within, base_rounds))
     cc, cw, cn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (cand_centres, cand_within, cand_rounds))
     h_b, h_c = bc.shape[-1], cc.shape[-1]
@@ -148,10 +153,11 @@ def noise_components(
 
     base_centre = np.median(bc, axis=-1)
     cand_centre = np.median(cc, axis=-1)
-    squares = ((bc - bc.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1) + (
-        (cc - cc.mean(axis=-1, keepdims=True)) ** 2
-    ).sum(axis=-1)
-    df = np.full(base_centre.shape, float(max(h_b - 1, 0) + max(h_c - 1, 0)))
+    squares = ((bc - bc.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
+    spread_runs = h_c if candidate_spread else 1
+    if candidate_spread:
+        squares = squares + ((cc - cc.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
+    df = np.full(base_centre.shape, float(max(h_b - 1, 0) + max(spread_runs - 1, 0)))
     raw = np.where(df > 0, squares / np.maximum(df, 1), 0.0)
     # The spread of run centres also holds their within-run part; keep only the drift.
     between = np.clip(raw - within_base, 0.0, None)
@@ -384,22 +390,6 @@ def earlier_passes_centre(record: BenchRecord) -> float | None:
     return None if split is None else passes_centre([list(part) for part in split[:-1]])
 
 
-def _median_run(centres: np.ndarray, within: np.ndarray, rounds: np.ndarray):
-    """Several processes' summaries of one run as one run: the median process's. Not as runs of
-    their own: their spread would join the between-run noise, and on the CI VM a fresh process
-    now and then reads a benchmark +50-70% for its whole life (gate_real run V), which widened
-    real +10% slowdowns into INCONCLUSIVE. The baseline's runs, each a process of its own,
-    already carry the process-to-process spread in the between-run noise; the median of three
-    processes is no noisier than the one run it stands for, and one odd process cannot move it."""
-    order = np.argsort(centres[0])
-    middle = order[(len(order) - 1) // 2 : len(order) // 2 + 1]  # one, or the middle two
-    return (
-        np.array([[float(np.mean(centres[0][middle]))]]),
-        np.array([[float(np.mean(within[0][middle]))]]),
-        np.array([[float(np.mean(rounds[0][middle]))]]),
-    )
-
-
 def _run_summaries(records: list[BenchRecord], shifts: list[float] | None = None):
     """(centres, within-run variances, rounds) of the runs, each centre less its run's shift."""
     shifts = shifts or [0.0] * len(records)
@@ -578,7 +568,12 @@ def compare_runs(
     run_effect.Shift of the candidate run): judge each benchmark with the shared run shifts
     removed from the baseline's runs and from this one (history mode's run-effect model).
     ``processes_of_one_run``: the candidate runs are one run measured in several processes
-    (--bench-confirm): judged as one run centred on the median process (_median_run).
+    (--bench-confirm). Their centre is the median process's, and its variance that of a median
+    of as many processes, each carrying the between-run noise the baseline's runs (each a
+    process of its own) measured. Their own spread does not join that noise: on the CI VM a
+    fresh process now and then reads a benchmark +50-70% for its whole life (gate_real run V),
+    which as a run of its own widened real +10% slowdowns into INCONCLUSIVE; the median does not
+    move for one odd process.
     """
     config = config or GateConfig()
     thresholds = thresholds or {}
@@ -624,9 +619,11 @@ def compare_runs(
         shift = (shifts or {}).get(bench_id) if model is not None else None
         cand_shifts = [shift.value] * len(cand_measured) if shift is not None else None
         cand_summaries = _run_summaries(cand_measured, cand_shifts)
-        if processes_of_one_run:
-            cand_summaries = _median_run(*cand_summaries)
-        nc = noise_components(*_run_summaries([rec for _, rec in base_indexed], base_shifts), *cand_summaries)
+        nc = noise_components(
+            *_run_summaries([rec for _, rec in base_indexed], base_shifts),
+            *cand_summaries,
+            candidate_spread=not processes_of_one_run,
+        )
         gated.append((bench_id, nc, kernels, history, shift, states.get(bench_id, 0.0)))
 
     if gated:

@@ -622,6 +622,7 @@ class SessionHooks:
         for record in suspects:
             first = verdicts[record.id]
             verdicts[record.id] = confirm.revised(first, again.get(record.id, first), record, confirmation, threshold)
+            record.confirm = [confirm.as_json(p[record.id]) for p in confirmation.processes if record.id in p]
             if record.sampling is not None:
                 record.sampling = replace(record.sampling, confirm_s=confirmation.seconds / len(suspects))
         return verdicts

@@ -468,6 +468,9 @@ class BenchRecord:
     ncu: dict | None = None
     ab: dict | None = None  # --bench-ab: the reference side and the pairs (see ab/lead.py)
     canary_ms: float | None = None  # the canary right before this measurement (compared runs)
+    # --bench-confirm: the fresh processes that measured it again, each {"rounds_ms", "pass_rounds",
+    # "canary_ms"} (confirm.py), so a file judged again offline is judged on all of them
+    confirm: list[dict] | None = None
     distributed: dict | None = None  # ranks that measured it; a collective's algbw/busbw (fixture.py)
     extra_info: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
@@ -527,7 +530,7 @@ class BenchRecord:
             "outcome": self.outcome,
             "verdict": self.verdict.to_json() if self.verdict else None,
         }
-        for key in ("trace", "ncu", "ab", "distributed", "canary_ms"):
+        for key in ("trace", "ncu", "ab", "distributed", "canary_ms", "confirm"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if samples:
@@ -586,6 +589,7 @@ class BenchRecord:
             ab=_ab(data.get("ab"), f"{where}.ab"),
             canary_ms=_number(data.get("canary_ms"), f"{where}.canary_ms", low=0.0, high=MAX_TIME_MS),
             distributed=_distributed(data.get("distributed"), f"{where}.distributed"),
+            confirm=_confirm(data.get("confirm"), f"{where}.confirm"),
             extra_info=_json_object(data.get("extra_info", {}), f"{where}.extra_info"),
             verdict=Verdict.from_json(record_id, verdict, f"{where}.verdict") if verdict is not None else None,
             outcome=_text(data.get("outcome"), f"{where}.outcome", nullable=True),
@@ -614,6 +618,19 @@ def _distributed(data: Any, where: str) -> dict | None:
     for key in ("comm_bytes", "bus_factor", "algbw_gbps", "busbw_gbps"):
         _number(data.get(key), f"{where}.{key}", low=0.0)
     return data
+
+
+def _confirm(data: Any, where: str) -> list[dict] | None:
+    if data is None:
+        return None
+    processes = _list(data, where)
+    for i, process in enumerate(processes):
+        here = f"{where}[{i}]"
+        _object(process, here)
+        _times(process.get("rounds_ms", []), f"{here}.rounds_ms")
+        _pass_rounds(process.get("pass_rounds", []), f"{here}.pass_rounds")
+        _number(process.get("canary_ms"), f"{here}.canary_ms", low=0.0, high=MAX_TIME_MS)
+    return _plain_json(processes, where)
 
 
 def _roofline(data: Any, where: str) -> dict | None:

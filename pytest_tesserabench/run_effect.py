@@ -277,16 +277,30 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
     others), the run's canary for the first ones.
     Without a model (fewer than MIN_BENCHMARKS benchmarks), the plain rule. Either way the run's
     own conditions (run_conditions.review) qualify the verdicts, as they did in the plugin."""
-    from pytest_tesserabench import run_conditions
+    from pytest_tesserabench import confirm, run_conditions
 
-    verdicts = _judge_run(candidate, baseline_runs, config)
-    return run_conditions.review(
-        list(candidate.benchmarks.values()),
-        verdicts,
-        start_canary_ms=run_conditions.start_samples(candidate.canary_ms),
-        threshold=config.threshold,
-        baseline_runs=baseline_runs,
-    )
+    def judged(more: list) -> dict:
+        return run_conditions.review(
+            list(candidate.benchmarks.values()),
+            _judge_run(candidate, baseline_runs, config, more),
+            start_canary_ms=run_conditions.start_samples(candidate.canary_ms),
+            threshold=config.threshold,
+            baseline_runs=baseline_runs,
+            more=[list(run.benchmarks.values()) for run in more],
+        )
+
+    verdicts = judged([])
+    more = confirm.fresh_runs(candidate)  # --bench-confirm's fresh processes, where the file kept them
+    if more:  # judged on them too, as the plugin did (confirm.revised)
+        again = judged(more)
+        processes = confirm.Confirmation(processes=[run.benchmarks for run in more])
+        for bench_id in more[0].benchmarks:  # (the first holds every benchmark measured again)
+            first, record = verdicts[bench_id], candidate.benchmarks[bench_id]
+            ratios = confirm.fresh_ratios(processes, record, first.ratio) if first.ratio else []
+            verdict, outcome = confirm.settled(first, again[bench_id], ratios, config.threshold)
+            said = f"judged with the {len(more)} fresh process(es) the run file kept (--bench-confirm)"
+            verdicts[bench_id] = replace(verdict, notes=(*verdict.notes, said + (f"; {outcome}" if outcome else "")))
+    return verdicts
 
 
 def run_suite_shift(candidate, baseline_runs: list, config) -> SuiteShift | None:
@@ -328,12 +342,12 @@ def records_suite_shift(
     )
 
 
-def _judge_run(candidate, baseline_runs: list, config) -> dict:
+def _judge_run(candidate, baseline_runs: list, config, more: list = ()) -> dict:
     from pytest_tesserabench import gate, run_conditions
 
     model = fit_baseline(baseline_runs)
     if model is None:
-        return gate.compare_runs([candidate], baseline_runs, config)
+        return gate.compare_runs([candidate, *more], baseline_runs, config, processes_of_one_run=bool(more))
     # While judging, the plugin had the canary of the run's start only (the end's comes after).
     start = [c for c in run_conditions.start_samples(candidate.canary_ms) if c > 0]
     log_canary = math.log(float(np.median(start))) if start else None
@@ -349,4 +363,12 @@ def _judge_run(candidate, baseline_runs: list, config) -> dict:
             measured[bench_id] = centre
         shifts[bench_id] = candidate_shift(model, measured, bench_id, log_canary)
     priors = gate.baseline_priors(baseline_runs, config.between_run_floor, model)
-    return gate.compare_runs([candidate], baseline_runs, config, model=model, shifts=shifts, priors=priors)
+    return gate.compare_runs(
+        [candidate, *more],
+        baseline_runs,
+        config,
+        model=model,
+        shifts=shifts,
+        priors=priors,
+        processes_of_one_run=bool(more),
+    )

@@ -80,6 +80,9 @@ def test_deep_nesting_is_refused_without_a_recursion_error(tmp_path):
         ({"params": {"M": [1, 2]}}, r"params.M: is \[1, 2\]"),
         ({"verdict": {"status": "FINE"}}, r"verdict.status: is 'FINE'"),
         ({"nodeid": "t::b"}, "make the id 't::b', not the key 't::a'"),
+        ({"confirm": {"rounds_ms": [1.0]}}, r"confirm: is dict .*; expected a list"),
+        ({"confirm": [{"rounds_ms": [1.0, "x"]}]}, r"confirm\[0\].rounds_ms\[1\]: is str"),
+        ({"confirm": [{"rounds_ms": [1.0], "pass_rounds": [0.5]}]}, r"confirm\[0\].pass_rounds\[0\]: is 0.5"),
     ],
 )
 def test_bad_values_inside_records_are_named_where_they_are(tmp_path, fields, message):

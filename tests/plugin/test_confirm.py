@@ -80,7 +80,9 @@ def test_a_slowdown_of_this_process_alone_is_not_confirmed_and_does_not_fail(pro
     )
 
 
-def test_a_slowdown_of_the_code_is_confirmed_and_fails_even_with_compare_in_addopts(project, monkeypatch, tmp_path):
+def test_a_slowdown_of_the_code_is_confirmed_and_fails_even_with_compare_in_addopts(
+    project, monkeypatch, tmp_path, capsys
+):
     # The project compares in its addopts: the fresh processes read them too, and must measure
     # without judging (or confirming) anything themselves.
     project.makeini("[pytest]\naddopts = --bench-compare=main\n")
@@ -103,6 +105,20 @@ def test_a_slowdown_of_the_code_is_confirmed_and_fails_even_with_compare_in_addo
     benchmarks = json.loads(out.read_text())["benchmarks"]
     assert benchmarks["test_kernels.py::test_work[b]"]["sampling"]["confirm_s"] > 0
     assert benchmarks["test_kernels.py::test_work[a]"]["sampling"]["confirm_s"] == 0
+    (fresh,) = benchmarks["test_kernels.py::test_work[b]"]["confirm"]  # the fresh process, kept
+    assert (
+        len(fresh["rounds_ms"]) >= 8
+        and fresh["canary_ms"] > 0
+        and "confirm" not in benchmarks["test_kernels.py::test_work[a]"]
+    )
+    # judged again from the file, it is judged on both processes, as the plugin judged it
+    from pytest_tesserabench import cli
+
+    capsys.readouterr()
+    assert cli.main(["compare", "main", str(out), "--dir", str(project.path / "baselines")]) == 1
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "judged with the 1 fresh process(es) the run file kept (--bench-confirm)" in shown
+    assert "test_work[b]: REGRESSED" in shown
 
 
 def test_a_test_that_fails_in_a_fresh_process_keeps_its_verdict_and_says_why(project, monkeypatch):
@@ -208,4 +224,75 @@ def test_the_processes_disagree_only_when_this_one_alone_read_it_past_the_thresh
     undecided = Verdict(id=here.id, status="INCONCLUSIVE", ratio=1.01, threshold=0.05, hint_text="more rounds")
     revised = confirm.revised(first, undecided, here, fresh_at_speed, 0.05)
     assert revised.hint_text == confirm.DISAGREE_HINT and "+0.0%, +1.0% (here +15.0%" in revised.notes[-1]
-    assert confirm.revised(first, undecided, here, fresh_slow_too, 0.05).hint_text == "more rounds"
+    slow_too = confirm.revised(first, undecided, here, fresh_slow_too, 0.05)  # they read it slower too
+    assert slow_too.status == "REGRESSED" and slow_too.notes[-1].endswith("they read it past the threshold too")
+
+
+def test_which_verdicts_are_measured_again():
+    from pytest_tesserabench.results import Verdict
+    from pytest_tesserabench.run_conditions import MACHINE_MOVED_HINT
+
+    def record(name):
+        return BenchRecord(nodeid="t.py::x", name=name, group="g", timer="cpu", rounds_ms=[1.0] * 5, stats=None)
+
+    verdicts = {
+        "regressed": Verdict(id="", status="REGRESSED", ratio=1.3, threshold=0.05),
+        "kernel": Verdict(id="", status="REGRESSED", ratio=1.3, threshold=0.05, reasons=("registers 96 -> 128",)),
+        "held back": Verdict(id="", status="INCONCLUSIVE", ratio=1.2, threshold=0.05, hint_text=MACHINE_MOVED_HINT),
+        "undecided past the threshold": Verdict(id="", status="INCONCLUSIVE", ratio=1.06, threshold=0.05),
+        "undecided below it": Verdict(id="", status="INCONCLUSIVE", ratio=1.04, threshold=0.05),
+        "undecided below a noisy one's": Verdict(id="", status="INCONCLUSIVE", ratio=1.06, threshold=0.08),
+        "unchanged": Verdict(id="", status="UNCHANGED", ratio=1.01, threshold=0.05),
+    }
+    records = [record(name) for name in verdicts]
+    picked = confirm.suspects(records, {f"t.py::x::{name}": v for name, v in verdicts.items()})
+    assert [r.name for r in picked] == ["regressed", "held back", "undecided past the threshold"]
+
+
+def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
+    from pytest_tesserabench.gate import log_centre
+    from pytest_tesserabench.results import RunDocument
+
+    here = _record([3, 3], 6)
+    fresh = confirm._fresh_record(here, [_block([2.0, 2.1, 2.2]), _block([1.0, 1.1, 1.2])])
+    fresh = __import__("dataclasses").replace(fresh, canary_ms=1.9)
+    here.confirm = [confirm.as_json(fresh)]
+    run = RunDocument.from_json(RunDocument(benchmarks={here.id: here}).to_json())  # (through the file)
+    assert run.benchmarks[here.id].confirm == [
+        {"rounds_ms": [2.0, 2.1, 2.2, 1.0, 1.1, 1.2], "pass_rounds": [3, 3], "canary_ms": 1.9}
+    ]
+    (again,) = confirm.fresh_runs(run)
+    rebuilt = again.benchmarks[here.id]
+    assert (rebuilt.rounds_ms, rebuilt.sampling.pass_rounds, rebuilt.canary_ms) == (fresh.rounds_ms, (3, 3), 1.9)
+    assert log_centre(rebuilt) == pytest.approx(log_centre(fresh)) and rebuilt.confirm is None
+    assert confirm.fresh_runs(RunDocument(benchmarks={"t.py::y": _record([], 5)})) == []
+
+
+def _block(rounds):
+    from pytest_tesserabench.ab.served import Block
+
+    return Block(rounds, rounds, 0.0)
+
+
+@pytest.mark.parametrize(
+    ("fresh", "first_status", "all_status", "kept", "why"),
+    [
+        ([1.09, 1.07], "REGRESSED", "INCONCLUSIVE", "REGRESSED", "confirmed: they read it past the threshold too"),
+        ([1.09, 1.07], "REGRESSED", "REGRESSED", "REGRESSED", None),  # (the verdict on all of them)
+        ([1.01, 1.02], "REGRESSED", "UNCHANGED", "UNCHANGED", None),  # read as the baseline: cleared
+        ([0.93, 0.92], "REGRESSED", "IMPROVED", "REGRESSED", "faster than its baseline did"),  # a state of their own
+        ([0.93, 0.92], "INCONCLUSIVE", "UNCHANGED", "INCONCLUSIVE", "faster than its baseline did"),
+        ([1.09, 1.07], "INCONCLUSIVE", "REGRESSED", "REGRESSED", None),  # decided on all of them
+        ([1.09, 1.07], "INCONCLUSIVE", "INCONCLUSIVE", "INCONCLUSIVE", None),
+    ],
+)
+def test_fresh_processes_clear_a_verdict_only_when_they_read_it_as_its_baseline_did(
+    fresh, first_status, all_status, kept, why
+):
+    from pytest_tesserabench.results import Verdict
+
+    first = Verdict(id="t.py::x", status=first_status, ratio=1.08, threshold=0.05, notes=("this process",))
+    on_all = Verdict(id="t.py::x", status=all_status, ratio=1.07, threshold=0.05, notes=("all of them",))
+    verdict, said = confirm.settled(first, on_all, fresh, 0.05)
+    assert verdict.status == kept and (why is None) == (said is None) and (why or "") in (said or "")
+    assert verdict is (on_all if said is None else first)
