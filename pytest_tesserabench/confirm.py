@@ -15,10 +15,16 @@ How: each fresh process is a served process (ab/served.py, unpinned, thread pool
 session) that collects the test's file, runs the test, warms the suspect call up and measures it
 in as many blocks of rounds as this process measured it in passes, so each fresh record reads as a
 run of its own. The records join the candidate's in ``gate.compare_runs``, judged as one run
-centred on the median process (gate._median_run says why not as runs of their own). A slowdown
-of the code slows every process and stays REGRESSED; one process's bias, this one's or a fresh
-one's, moves the median nowhere. It costs nothing until a benchmark regresses, then about the
-test's own time per process.
+measured in several processes: centred on the median process, with the variance of a median of
+that many (gate.compare_runs says why their spread stays out of the between-run noise). A
+slowdown of the code slows every process and stays REGRESSED; one process's bias, this one's or a
+fresh one's, moves the median nowhere. But a fresh process has run one test, not the suite, and
+can draw a state of its own: revised() lets the fresh processes clear a verdict only where they
+read the benchmark as its baseline did. A slowdown this process could not decide (INCONCLUSIVE
+past the threshold) is measured again too: the processes together may decide it. The run file
+keeps each fresh process's rounds (BenchRecord.confirm), so `tesserabench compare` judges the
+file as the plugin did. It costs nothing until a benchmark looks slower, then about the test's
+own time per process.
 
 A slowdown held back because the canary caught the machine slow right before it
 (run_conditions.machine_moved) is measured again too, the canary timed before each fresh
@@ -217,10 +223,10 @@ def suspects(records: list[BenchRecord], verdicts: dict) -> list[BenchRecord]:
     def suspect(verdict) -> bool:
         if verdict is None or verdict.reasons:  # (kernel figures: deterministic, nothing to confirm)
             return False
-        if verdict.status == "INCONCLUSIVE":
-            limit = 1 + (verdict.threshold or 0.0)
-            return verdict.ratio is not None and verdict.ratio >= limit
-        return verdict.status == "REGRESSED" or verdict.hint_text == MACHINE_MOVED_HINT
+        if verdict.status == "REGRESSED" or verdict.hint_text == MACHINE_MOVED_HINT:
+            return True
+        undecided = verdict.status == "INCONCLUSIVE" and verdict.ratio is not None
+        return undecided and verdict.ratio >= 1 + (verdict.threshold or 0.0)
 
     return [record for record in records if suspect(verdicts.get(record.id))]
 
@@ -231,8 +237,8 @@ def revised(first, judged, record: BenchRecord, confirmation: Confirmation, thre
 
     The fresh processes speak for the code only where they read the benchmark as a process of
     the baseline would. A fresh process has run one test, not the suite, and on the CI VM that
-    alone can move a workload: gate_real run X's quiet `w_dict` read 13-14% faster than in
-    the session's process in 6 of 12 fresh processes (a state a process with the suite's heap
+    alone can move a workload: gate_real run X's quiet `w_dict` read 10-13% faster than in
+    the session's process in 5 of 12 fresh processes (a state a process with the suite's heap
     behind it rarely draws: docs/gate.md), so two fast ones turned a +10% slowdown into
     IMPROVED. Hence, with ``limit`` = 1 + the applied threshold and the fresh processes'
     median ratio ``fresh``:

@@ -296,3 +296,20 @@ def test_fresh_processes_clear_a_verdict_only_when_they_read_it_as_its_baseline_
     verdict, said = confirm.settled(first, on_all, fresh, 0.05)
     assert verdict.status == kept and (why is None) == (said is None) and (why or "") in (said or "")
     assert verdict is (on_all if said is None else first)
+
+
+def test_fresh_processes_read_the_ini_file_named_with_c(pytester, monkeypatch):
+    # The project's ini lives where pytest would not find it on its own, and only it makes
+    # `check_work` a test: a fresh process that did not get `-c` would not collect the test.
+    pytester.makepyfile(test_kernels=WORKLOAD.replace("def test_work(", "def check_work("))
+    (pytester.path / "ci").mkdir()
+    (pytester.path / "ci" / "bench.ini").write_text("[pytest]\npython_functions = check_*\n")
+    ini = ("-c", "ci/bench.ini", f"--rootdir={pytester.path}")
+    for run in range(3):
+        monkeypatch.setenv("RUN", str(run))
+        pytester.runpytest("--bench-save=main", *ini, *ARGS).assert_outcomes(passed=3)
+    monkeypatch.setenv("RUN", "99")
+    monkeypatch.setenv("SLOWER_HERE_b", "1.3")
+    result = pytester.runpytest("--bench-compare=main", *ini, *ARGS)
+    result.assert_outcomes(passed=3)
+    assert "judged on all: not confirmed, UNCHANGED" in said(result)
