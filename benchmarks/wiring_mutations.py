@@ -478,8 +478,16 @@ MUTATIONS = (
     Mutation(
         "--bench-confirm: the run file keeps the fresh processes",
         PLUGIN,
-        "            record.confirm = [confirm.as_json(p[record.id]) for p in confirmation.processes",
-        "            record.confirm = None and [",
+        "            record.confirm = [confirm.as_json(p[record.id]) "
+        "for p in confirmation.processes if record.id in p]\n",
+        "",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-confirm: a fresh process reads the ini file named with -c",
+        PLUGIN,
+        "                extra_args=inifile,",
+        "                extra_args=[],",
         (CONFIRM,),
     ),
     Mutation(
