@@ -1,9 +1,10 @@
 """Judge the history-mode runs that gate_real.py kept again, offline, by each way of combining
-a run's interleaved passes into its centre: a controlled comparison (the same runs, the same
-baselines; only the rule differs).
+a run's interleaved passes into its centre, and of judging --bench-confirm's fresh processes: a
+controlled comparison (the same runs, the same baselines; only the rule differs).
 
     python benchmarks/gate_real.py --modes history,history-1pass --keep /tmp/kept ...
     python benchmarks/gate_rejudge.py /tmp/kept
+    python benchmarks/gate_rejudge.py /tmp/kept --centres min --fresh none,one-run,kept
 
 Each run is judged as `tesserabench compare` judges a saved run (run_effect.compare_run, the
 run's own conditions included); in the plugin, a benchmark's shift comes from the benchmarks
@@ -15,7 +16,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gate_real  # noqa: E402  (its table)
@@ -41,6 +45,13 @@ def main() -> int:
         help="comma list of what holds a regression back as timed on a shared CPU: plugin (as the plugin "
         "does), wait (the run-queue wait only), neighbours (busy processes beside it only), none",
     )
+    parser.add_argument(
+        "--fresh",
+        default="kept",
+        help="comma list of how --bench-confirm's fresh processes (kept in the run files) are judged: kept (as "
+        "the plugin judges them), none (this process alone), one-run (the median process with one process's "
+        "variance: the rule of gate_real run W)",
+    )
     args = parser.parse_args()
     candidates = sorted(p for p in args.kept.glob("*.json"))
     if not candidates:
@@ -51,12 +62,14 @@ def main() -> int:
     plugin_rules = {"wait": run_queue.SHARED, "neighbours": neighbours.SHARED_CPUS}
     states = {"on": (True,), "off": (False,), "both": (True, False)}[args.pass_state]
     settings = [
-        (rule, held, state)
+        (rule, held, state, fresh)
         for rule in args.centres.split(",")
         for held in args.shared_cpu_rules.split(",")
         for state in states
+        for fresh in args.fresh.split(",")
     ]
-    for rule, held, state in settings:
+    for rule, held, state, fresh in settings:
+        gate.noise_components = _one_run_of_processes if fresh == "one-run" else NOISE_COMPONENTS
         gate.PASS_CENTRE = rule
         gate.PASS_STATE_NOISE = state
         never = float("inf")
@@ -70,17 +83,37 @@ def main() -> int:
                 continue
             reps = max(reps, int(rep) + 1)
             history = _baseline_runs(args.kept, BASELINE_OF_MODE[mode])
-            verdicts = run_effect.compare_run(baseline.load_runs(path)[0], history, config)
+            run = baseline.load_runs(path)[0]
+            if fresh == "none":
+                run = replace(run, benchmarks={i: replace(r, confirm=None) for i, r in run.benchmarks.items()})
+            verdicts = run_effect.compare_run(run, history, config)
             for bench_id, verdict in verdicts.items():
                 workload = bench_id.split("[")[-1].rstrip("]")
                 outcomes.append((condition, mode, version, workload, verdict.status))
-        print(f"\n## run centre: the {rule} of the passes' centres; shared-CPU rules: {held}; pass states: {state}")
+        print(
+            f"\n## run centre: the {rule} of the passes' centres; shared-CPU rules: {held}; pass states: {state}; "
+            f"fresh processes: {fresh}"
+        )
         gate_real.report(outcomes, argparse.Namespace(reps=reps, load="?", load_kind="?"))
         for mode, name in BASELINE_OF_MODE.items():
             model = run_effect.fit_baseline(_baseline_runs(args.kept, name)) if _has(args.kept, name) else None
             if model is not None:
                 print(f"baseline {name} ({mode}): residual drift {model.residual_sd * 100:.2f}%")
     return 0
+
+
+NOISE_COMPONENTS = gate.noise_components
+
+
+def _one_run_of_processes(*summaries, candidate_spread=True):
+    """gate.noise_components as run W judged --bench-confirm's processes: the median process
+    alone, with one process's variance."""
+    base, cand = summaries[:3], [np.atleast_2d(np.asarray(a, dtype=float)) for a in summaries[3:]]
+    if not candidate_spread and cand[0].shape[-1] > 1:
+        order = np.argsort(cand[0][0])
+        middle = order[(len(order) - 1) // 2 : len(order) // 2 + 1]
+        cand = [np.array([[float(np.mean(a[0][middle]))]]) for a in cand]
+    return NOISE_COMPONENTS(*base, *cand, candidate_spread=candidate_spread)
 
 
 def _has(kept: Path, name: str) -> bool:

@@ -215,9 +215,10 @@ def suspects(records: list[BenchRecord], verdicts: dict) -> list[BenchRecord]:
     canary caught the machine slow right before them (at other moments it may explain nothing);
     or INCONCLUSIVE with the point estimate past the threshold, where this process alone could
     not decide what two more processes and it together can (gate.compare_runs: the median of
-    three processes is a centre with about half the between-run variance of one). Judging them
-    on all processes keeps the false-alarm rate: a verdict that fails then passed the full test
-    on all of them, and picking which to measure again only ever removes failures."""
+    three processes is a centre with about half the between-run variance of one). Such a one
+    fails only where the verdict on all of them is REGRESSED, so picking which to measure again
+    adds no false alarm beyond that test's own (as far as fresh processes read like the
+    baseline's: revised() keeps those that read it faster from clearing anything)."""
     from pytest_tesserabench.run_conditions import MACHINE_MOVED_HINT
 
     def suspect(verdict) -> bool:
