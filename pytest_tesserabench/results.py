@@ -679,12 +679,15 @@ class RunDocument:
         return json.dumps(self.to_json(samples=samples), sort_keys=True, indent=2, allow_nan=False) + "\n"
 
     def for_baseline(self) -> RunDocument:
-        """A copy for a baseline's history: no raw samples, no verdicts and no A/B reference side (they
-        belong to one comparison, not to the history it is compared with), and kernels reduced to
+        """A copy for a baseline's history: no raw samples, no verdicts, no A/B reference side and no
+        --bench-confirm fresh processes (they belong to one comparison, not to the history it is
+        compared with), and kernels reduced to
         what identifies them and the figures the gate compares (compile times and instruction
         mixes change a committed file at every save without saying anything a review needs)."""
         benchmarks = {
-            i: replace(r, samples_ms=[], verdict=None, ab=None, kernels=[_baseline_kernel(k) for k in r.kernels])
+            i: replace(
+                r, samples_ms=[], verdict=None, ab=None, confirm=None, kernels=[_baseline_kernel(k) for k in r.kernels]
+            )
             for i, r in self.benchmarks.items()
         }
         return replace(self, benchmarks=benchmarks, measured_order=[])  # (a history's runs are not judged again)

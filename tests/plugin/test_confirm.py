@@ -267,6 +267,8 @@ def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
     assert (rebuilt.rounds_ms, rebuilt.sampling.pass_rounds, rebuilt.canary_ms) == (fresh.rounds_ms, (3, 3), 1.9)
     assert log_centre(rebuilt) == pytest.approx(log_centre(fresh)) and rebuilt.confirm is None
     assert confirm.fresh_runs(RunDocument(benchmarks={"t.py::y": _record([], 5)})) == []
+    # a baseline keeps the run, not the comparison it was judged in
+    assert run.for_baseline().benchmarks[here.id].confirm is None and run.benchmarks[here.id].confirm
 
 
 def _block(rounds):
