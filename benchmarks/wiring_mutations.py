@@ -457,8 +457,8 @@ MUTATIONS = (
     Mutation(
         "--bench-confirm: the median process carries the variance of a median",
         "pytest_tesserabench/gate.py",
-        "    spread_runs = h_c if candidate_spread else 1",
-        "    spread_runs = h_c if candidate_spread else 1\n    h_c = h_c if candidate_spread else 1",
+        "    h_b, h_c = bc.shape[-1], cc.shape[-1]",
+        "    h_b, h_c = bc.shape[-1], (cc.shape[-1] if candidate_spread else 1)",
         ("tests/gate/test_gate_rule.py",),
     ),
     Mutation(

@@ -131,7 +131,7 @@ class BaselineComparison:
         the log centres of every benchmark this process measured so far (this test's included),
         from which the run's shared shift is estimated; ``canary``: this run's log canary;
         ``more``: the same records measured in fresh processes (confirm.py), judged with this
-        one as one run centred on the median process, under the same shift."""
+        one as one run measured in several processes (gate.compare_runs), under the same shift."""
         from pytest_tesserabench import gate, run_effect
 
         shifts = None

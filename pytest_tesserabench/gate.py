@@ -154,10 +154,11 @@ def noise_components(
     base_centre = np.median(bc, axis=-1)
     cand_centre = np.median(cc, axis=-1)
     squares = ((bc - bc.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
-    spread_runs = h_c if candidate_spread else 1
+    spread_df = max(h_b - 1, 0)
     if candidate_spread:
         squares = squares + ((cc - cc.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
-    df = np.full(base_centre.shape, float(max(h_b - 1, 0) + max(spread_runs - 1, 0)))
+        spread_df += max(h_c - 1, 0)
+    df = np.full(base_centre.shape, float(spread_df))
     raw = np.where(df > 0, squares / np.maximum(df, 1), 0.0)
     # The spread of run centres also holds their within-run part; keep only the drift.
     between = np.clip(raw - within_base, 0.0, None)

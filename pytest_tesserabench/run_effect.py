@@ -279,10 +279,12 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
     own conditions (run_conditions.review) qualify the verdicts, as they did in the plugin."""
     from pytest_tesserabench import confirm, run_conditions
 
+    judge = _run_judge(candidate, baseline_runs, config)
+
     def judged(more: list) -> dict:
         return run_conditions.review(
             list(candidate.benchmarks.values()),
-            _judge_run(candidate, baseline_runs, config, more),
+            judge(more),
             start_canary_ms=run_conditions.start_samples(candidate.canary_ms),
             threshold=config.threshold,
             baseline_runs=baseline_runs,
@@ -342,12 +344,16 @@ def records_suite_shift(
     )
 
 
-def _judge_run(candidate, baseline_runs: list, config, more: list = ()) -> dict:
+def _run_judge(candidate, baseline_runs: list, config):
+    """A function of ``more`` (--bench-confirm's fresh processes as runs, or none) that judges
+    the run as the plugin did; the baseline's model, the shifts and the priors are computed once."""
     from pytest_tesserabench import gate, run_conditions
 
     model = fit_baseline(baseline_runs)
     if model is None:
-        return gate.compare_runs([candidate, *more], baseline_runs, config, processes_of_one_run=bool(more))
+        return lambda more: gate.compare_runs(
+            [candidate, *more], baseline_runs, config, processes_of_one_run=bool(more)
+        )
     # While judging, the plugin had the canary of the run's start only (the end's comes after).
     start = [c for c in run_conditions.start_samples(candidate.canary_ms) if c > 0]
     log_canary = math.log(float(np.median(start))) if start else None
@@ -363,7 +369,7 @@ def _judge_run(candidate, baseline_runs: list, config, more: list = ()) -> dict:
             measured[bench_id] = centre
         shifts[bench_id] = candidate_shift(model, measured, bench_id, log_canary)
     priors = gate.baseline_priors(baseline_runs, config.between_run_floor, model)
-    return gate.compare_runs(
+    return lambda more: gate.compare_runs(
         [candidate, *more],
         baseline_runs,
         config,

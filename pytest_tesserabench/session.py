@@ -72,7 +72,7 @@ class BenchSession:
         """Verdicts for one test's records: IMPOSSIBLE where the throughput beats the device's
         roofline, else the gate's against the baseline or, with --bench-ab, the reference.
         ``more``: the same benchmarks measured again in fresh processes (--bench-confirm), judged
-        with this process's as one run centred on the median process."""
+        with this process's as one run measured in several processes (gate.compare_runs)."""
         verdicts: dict[str, Verdict] = {}
         if self.settings.ab is not None:
             from pytest_tesserabench.ab.verdicts import ab_verdicts
