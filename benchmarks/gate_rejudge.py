@@ -5,6 +5,7 @@ controlled comparison (the same runs, the same baselines; only the rule differs)
     python benchmarks/gate_real.py --modes history,history-1pass --keep /tmp/kept ...
     python benchmarks/gate_rejudge.py /tmp/kept
     python benchmarks/gate_rejudge.py /tmp/kept --centres min --fresh none,one-run,kept
+    python benchmarks/gate_rejudge.py /tmp/kept --centres min --baseline-processes kept,none
 
 Each run is judged as `tesserabench compare` judges a saved run (run_effect.compare_run, the
 run's own conditions included); in the plugin, a benchmark's shift comes from the benchmarks
@@ -24,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gate_real  # noqa: E402  (its table)
 
-from pytest_tesserabench import baseline, gate, neighbours, run_effect, run_queue  # noqa: E402
+from pytest_tesserabench import baseline, confirm, gate, neighbours, run_effect, run_queue  # noqa: E402
 
 BASELINE_OF_MODE = {"history": "main", "history-1pass": "onepass", "history-first3": "first3"}
 
@@ -52,6 +53,13 @@ def main() -> int:
         "the plugin judges them), none (this process alone), one-run (the median process with one process's "
         "variance: the rule of gate_real run W)",
     )
+    parser.add_argument(
+        "--baseline-processes",
+        default="kept",
+        help="comma list of how a baseline's fresh processes (--bench-save-processes, kept in the file) are read: "
+        "kept (as runs of the history, as the plugin reads them), none (the session's processes alone: a baseline "
+        "saved with --bench-save-processes=0)",
+    )
     args = parser.parse_args()
     candidates = sorted(p for p in args.kept.glob("*.json"))
     if not candidates:
@@ -67,8 +75,9 @@ def main() -> int:
         for held in args.shared_cpu_rules.split(",")
         for state in states
         for fresh in args.fresh.split(",")
+        for saved in args.baseline_processes.split(",")
     ]
-    for rule, held, state, fresh in settings:
+    for rule, held, state, fresh, saved in settings:
         gate.noise_components = _one_run_of_processes if fresh == "one-run" else NOISE_COMPONENTS
         gate.PASS_CENTRE = rule
         gate.PASS_STATE_NOISE = state
@@ -83,20 +92,24 @@ def main() -> int:
                 continue
             reps = max(reps, int(rep) + 1)
             history = _baseline_runs(args.kept, BASELINE_OF_MODE[mode])
+            if saved == "none":
+                history = [_without_processes(r) for r in history]
             run = baseline.load_runs(path)[0]
             if fresh == "none":
-                run = replace(run, benchmarks={i: replace(r, confirm=None) for i, r in run.benchmarks.items()})
+                run = _without_processes(run)
             verdicts = run_effect.compare_run(run, history, config)
             for bench_id, verdict in verdicts.items():
                 workload = bench_id.split("[")[-1].rstrip("]")
                 outcomes.append((condition, mode, version, workload, verdict.status))
         print(
             f"\n## run centre: the {rule} of the passes' centres; shared-CPU rules: {held}; pass states: {state}; "
-            f"fresh processes: {fresh}"
+            f"fresh processes: {fresh}; baseline's processes: {saved}"
         )
         gate_real.report(outcomes, argparse.Namespace(reps=reps, load="?", load_kind="?"))
         for mode, name in BASELINE_OF_MODE.items():
-            model = run_effect.fit_baseline(_baseline_runs(args.kept, name)) if _has(args.kept, name) else None
+            runs = _baseline_runs(args.kept, name) if _has(args.kept, name) else []
+            runs = confirm.with_processes(runs) if saved == "kept" else runs
+            model = run_effect.fit_baseline(runs) if runs else None
             if model is not None:
                 print(f"baseline {name} ({mode}): residual drift {model.residual_sd * 100:.2f}%")
     return 0
@@ -114,6 +127,10 @@ def _one_run_of_processes(*summaries, candidate_spread=True):
         middle = order[(len(order) - 1) // 2 : len(order) // 2 + 1]
         cand = [np.array([[float(np.mean(a[0][middle]))]]) for a in cand]
     return NOISE_COMPONENTS(*base, *cand, candidate_spread=candidate_spread)
+
+
+def _without_processes(run):
+    return replace(run, benchmarks={i: replace(r, confirm=None) for i, r in run.benchmarks.items()})
 
 
 def _has(kept: Path, name: str) -> bool:

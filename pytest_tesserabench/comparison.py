@@ -62,9 +62,12 @@ class BaselineComparison:
         )
 
     # -- the rule's inputs -------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def runs(self) -> list[RunDocument]:
-        return self.baseline.runs
+        """The runs the gate reads: each saved run and the fresh processes it was measured in too."""
+        from pytest_tesserabench.confirm import with_processes
+
+        return with_processes(self.baseline.runs)
 
     @property
     def path(self) -> Path | None:
@@ -78,7 +81,9 @@ class BaselineComparison:
 
     def describe(self) -> str:
         what = "timings and kernel figures" if self.same_machine else "kernel figures only (another machine)"
-        return f"{self.settings.compare} ({self.path}, {len(self.runs)} run(s); {what})"
+        runs, processes = len(self.baseline.runs), len(self.runs)
+        measured = f", measured in {processes} processes" if processes > runs else ""
+        return f"{self.settings.compare} ({self.path}, {runs} run(s){measured}; {what})"
 
     @functools.cached_property
     def config(self):

@@ -26,6 +26,16 @@ keeps each fresh process's rounds (BenchRecord.confirm), so `tesserabench compar
 file as the plugin did. It costs nothing until a benchmark looks slower, then about the test's
 own time per process.
 
+A baseline measured in several processes: with --bench-save, every benchmark is measured in
+--bench-save-processes fresh processes too (default 2), and the baseline keeps them; the gate reads
+each as a run of its own (with_processes). A baseline of three back-to-back runs of one process each
+knows three draws of a process's bias, so its centre carries the bias of the process it happened
+to run in (gate_real run Y: unchanged `w_sum` read IMPROVED in 25 of 48 candidate runs, its three
+baseline processes all in a slow state), and the between-run noise it learns from two degrees of
+freedom needs t > 4.7 at alpha/m (a +10% slowdown of a benchmark with 1.7% run-to-run noise stays
+undecided). Three saves of three processes each know nine draws. The fresh processes of a save
+run are also the confirmation of a benchmark about to fail in it, measured once.
+
 A slowdown held back because the canary caught the machine slow right before it
 (run_conditions.machine_moved) is measured again too, the canary timed before each fresh
 measurement: the machine explains the slowdown then only when it was slow before every
@@ -208,6 +218,12 @@ def fresh_runs(candidate: RunDocument) -> list[RunDocument]:
         )
         for k in range(count)
     ]
+
+
+def with_processes(runs: list[RunDocument]) -> list[RunDocument]:
+    """A baseline's runs as the gate reads them: each saved run, then the fresh processes it was
+    measured in too (--bench-save-processes), each as a run of its own."""
+    return [each for run in runs for each in (run, *fresh_runs(run))]
 
 
 def suspects(records: list[BenchRecord], verdicts: dict) -> list[BenchRecord]:

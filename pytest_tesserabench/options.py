@@ -183,7 +183,7 @@ MAX_CONFIRM = 8
 
 
 def parse_confirm(text: Any) -> int:
-    """Fresh processes that measure a benchmark again before it fails in history mode: 0 to 8."""
+    """Fresh processes (--bench-confirm, --bench-save-processes): 0 to 8."""
     try:
         value = int(str(text).strip())
     except ValueError:
@@ -364,6 +364,14 @@ OPTIONS: tuple[Option, ...] = (
         "N",
     ),
     _option(
+        "bench_save_processes",
+        "with --bench-save: measure every benchmark in N fresh processes too, which the baseline keeps, "
+        "so that it knows how processes differ and no one process's bias becomes the baseline (default 2; "
+        "0: the session's process only)",
+        parse_confirm,
+        "N",
+    ),
+    _option(
         "bench_passes",
         "measure every benchmark in N interleaved passes over the suite, so all of them see the same "
         "states of the machine (default auto: 4 when saving or comparing a baseline, else 1)",
@@ -461,6 +469,7 @@ class Settings:
     ab_processes: int = 8
     settle_time: float = 2.0
     confirm: int = 2  # fresh processes that measure a benchmark about to fail again (history mode; confirm.py)
+    save_processes: int = 2  # fresh processes that measure every benchmark of a --bench-save run too
     passes: int | None = None  # None: auto (passes.planned)
     ab_serve: str | None = None
     history: int = 10
@@ -517,6 +526,7 @@ _FIELD = {
     "bench_ab_processes": "ab_processes",
     "bench_settle_time": "settle_time",
     "bench_confirm": "confirm",
+    "bench_save_processes": "save_processes",
     "bench_passes": "passes",
     "bench_ab_serve": "ab_serve",
     "bench_history": "history",

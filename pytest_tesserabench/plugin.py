@@ -586,29 +586,45 @@ class SessionHooks:
 
     def _confirm(self, item: pytest.Item, records, verdicts, threshold: float):
         """History mode: a benchmark about to fail on its timing is measured again in
-        --bench-confirm fresh processes and judged on all of them (confirm.py says why)."""
+        --bench-confirm fresh processes and judged on all of them (confirm.py says why). With
+        --bench-save, every benchmark is measured in --bench-save-processes fresh processes, which
+        the baseline keeps (confirm.py, "A baseline measured in several processes"); a benchmark
+        about to fail is then judged on those."""
         from dataclasses import replace
 
         state = self.state
-        processes = state.settings.confirm
-        if state.comparison is None or processes <= 0 or state.instruments.ranks.size > 1:
+        if state.ab is not None or state.instruments.ranks.size > 1:
             return verdicts
         from pytest_tesserabench import confirm
 
-        suspects = confirm.suspects(records, verdicts)
-        if not suspects:
+        saving = state.settings.save is not None and state.settings.save_processes > 0
+        comparing = state.comparison is not None and state.settings.confirm > 0
+        suspects = confirm.suspects(records, verdicts) if comparing else []
+        measured = list(records) if saving else suspects
+        if not measured:
             return verdicts
+        processes = state.settings.save_processes if saving else state.settings.confirm
         inifile = ["-c", str(item.config.inipath)] if item.config.inipath else []
         # Held throughout: under xdist no other worker measures while the fresh processes do.
         with state.instruments.measurement_lock():
             confirmation = confirm.confirm(
-                suspects,
+                measured,
                 processes=processes,
                 settings=state.settings,
                 rootdir=state.context.rootdir,
                 cache_dir=state.instruments.cache_dir,
                 extra_args=inifile,
                 canary=state.instruments.local_canary,
+            )
+        for record in measured:
+            record.confirm = [confirm.as_json(p[record.id]) for p in confirmation.processes if record.id in p] or None
+            if record.sampling is not None:
+                record.sampling = replace(record.sampling, confirm_s=confirmation.seconds / len(measured))
+        if saving and confirmation.problem:
+            item.warn(
+                pytest.PytestWarning(
+                    f"{item.nodeid}: saved as measured in fewer fresh processes than asked: {confirmation.problem}"
+                )
             )
         verdicts = dict(verdicts)
         if not confirmation.processes:
@@ -618,13 +634,13 @@ class SessionHooks:
                     verdict, notes=(*verdict.notes, f"not measured again: {confirmation.problem}")
                 )
             return verdicts
-        again = state.judge(suspects, threshold, more=[list(p.values()) for p in confirmation.processes])
+        if not suspects:
+            return verdicts
+        more = [[p[r.id] for r in suspects if r.id in p] for p in confirmation.processes]
+        again = state.judge(suspects, threshold, more=more)
         for record in suspects:
             first = verdicts[record.id]
             verdicts[record.id] = confirm.revised(first, again.get(record.id, first), record, confirmation, threshold)
-            record.confirm = [confirm.as_json(p[record.id]) for p in confirmation.processes if record.id in p]
-            if record.sampling is not None:
-                record.sampling = replace(record.sampling, confirm_s=confirmation.seconds / len(suspects))
         return verdicts
 
     def _end_test_on_both_sides(self, item: pytest.Item) -> None:

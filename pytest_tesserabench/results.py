@@ -468,8 +468,9 @@ class BenchRecord:
     ncu: dict | None = None
     ab: dict | None = None  # --bench-ab: the reference side and the pairs (see ab/lead.py)
     canary_ms: float | None = None  # the canary right before this measurement (compared runs)
-    # --bench-confirm: the fresh processes that measured it again, each {"rounds_ms", "pass_rounds",
-    # "canary_ms"} (confirm.py), so a file judged again offline is judged on all of them
+    # The fresh processes that measured it too, each {"rounds_ms", "pass_rounds", "canary_ms"}
+    # (confirm.py): --bench-confirm's, so a file judged again offline is judged on all of them;
+    # --bench-save-processes', so a baseline knows how processes differ
     confirm: list[dict] | None = None
     distributed: dict | None = None  # ranks that measured it; a collective's algbw/busbw (fixture.py)
     extra_info: dict[str, Any] = field(default_factory=dict)
@@ -679,15 +680,13 @@ class RunDocument:
         return json.dumps(self.to_json(samples=samples), sort_keys=True, indent=2, allow_nan=False) + "\n"
 
     def for_baseline(self) -> RunDocument:
-        """A copy for a baseline's history: no raw samples, no verdicts, no A/B reference side and no
-        --bench-confirm fresh processes (they belong to one comparison, not to the history it is
-        compared with), and kernels reduced to
-        what identifies them and the figures the gate compares (compile times and instruction
-        mixes change a committed file at every save without saying anything a review needs)."""
+        """A copy for a baseline's history: no raw samples, no verdicts, no A/B reference side, and
+        kernels reduced to what identifies them and the figures the gate compares (compile times and
+        instruction mixes change a committed file at every save without saying anything a review
+        needs). The fresh processes a record was measured in stay (``confirm``: with --bench-save,
+        every benchmark's; confirm.with_processes reads them as runs of the history)."""
         benchmarks = {
-            i: replace(
-                r, samples_ms=[], verdict=None, ab=None, confirm=None, kernels=[_baseline_kernel(k) for k in r.kernels]
-            )
+            i: replace(r, samples_ms=[], verdict=None, ab=None, kernels=[_baseline_kernel(k) for k in r.kernels])
             for i, r in self.benchmarks.items()
         }
         return replace(self, benchmarks=benchmarks, measured_order=[])  # (a history's runs are not judged again)

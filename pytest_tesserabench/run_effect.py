@@ -279,6 +279,7 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
     own conditions (run_conditions.review) qualify the verdicts, as they did in the plugin."""
     from pytest_tesserabench import confirm, run_conditions
 
+    baseline_runs = confirm.with_processes(baseline_runs)  # as the plugin reads a baseline
     judge = _run_judge(candidate, baseline_runs, config)
 
     def judged(more: list) -> dict:
@@ -292,11 +293,12 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
         )
 
     verdicts = judged([])
-    more = confirm.fresh_runs(candidate)  # --bench-confirm's fresh processes, where the file kept them
-    if more:  # judged on them too, as the plugin did (confirm.revised)
+    more = confirm.fresh_runs(candidate)  # the fresh processes, where the file kept them
+    if more:  # a benchmark about to fail judged on them too, as the plugin did (confirm.revised)
         again = judged(more)
         processes = confirm.Confirmation(processes=[run.benchmarks for run in more])
-        for bench_id in more[0].benchmarks:  # (the first holds every benchmark measured again)
+        suspects = confirm.suspects(list(candidate.benchmarks.values()), verdicts)
+        for bench_id in (r.id for r in suspects if r.id in more[0].benchmarks):  # (the first holds them all)
             first, record = verdicts[bench_id], candidate.benchmarks[bench_id]
             ratios = confirm.fresh_ratios(processes, record, first.ratio) if first.ratio else []
             verdict, outcome = confirm.settled(first, again[bench_id], ratios, config.threshold)
@@ -308,8 +310,9 @@ def compare_run(candidate, baseline_runs: list, config) -> dict:
 def run_suite_shift(candidate, baseline_runs: list, config) -> SuiteShift | None:
     """The suite-wide shift of a run read from a file, as the plugin reported it at the end of
     the run (every benchmark's centre, the canary of the start and the end)."""
-    from pytest_tesserabench import gate
+    from pytest_tesserabench import confirm, gate
 
+    baseline_runs = confirm.with_processes(baseline_runs)  # as the plugin reads a baseline
     model = fit_baseline(baseline_runs)
     if model is None:
         return None

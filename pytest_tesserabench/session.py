@@ -143,7 +143,7 @@ class BenchSession:
         return ReportData(
             run=self.document(),
             verdicts=self.all_verdicts(),
-            history=list(comparison.runs) if comparison is not None and comparison.same_machine else [],
+            history=list(comparison.baseline.runs) if comparison is not None and comparison.same_machine else [],
             baseline=f"baseline {comparison.describe()}" if comparison is not None else None,
             notes=list(notes or []),
         )

@@ -36,7 +36,7 @@ except ImportError:
     pass
 
 # Fast measurement settings for pytester runs: the plugin's behaviour, not real timing, is tested.
-FAST = ("--bench-max-time=0.02", "--bench-warmup=0", "--bench-min-rounds=3")
+FAST = ("--bench-max-time=0.02", "--bench-warmup=0", "--bench-min-rounds=3", "--bench-save-processes=0")
 
 
 @pytest.fixture

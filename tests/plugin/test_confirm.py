@@ -54,7 +54,7 @@ def project(pytester, monkeypatch):
     pytester.makepyfile(test_kernels=WORKLOAD)
     for run in range(3):
         monkeypatch.setenv("RUN", str(run))
-        pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=3)
+        pytester.runpytest("--bench-save=main", "--bench-save-processes=0", *ARGS).assert_outcomes(passed=3)
     monkeypatch.setenv("RUN", "99")
     return pytester
 
@@ -119,6 +119,57 @@ def test_a_slowdown_of_the_code_is_confirmed_and_fails_even_with_compare_in_addo
     shown = " ".join(capsys.readouterr().out.split())
     assert "judged with the 1 fresh process(es) the run file kept (--bench-confirm)" in shown
     assert "test_work[b]: REGRESSED" in shown
+
+
+def test_a_save_measures_in_fresh_processes_so_one_process_bias_is_not_the_baseline(pytester, monkeypatch, capsys):
+    # Every saving process draws a slow state of `b` (+30%) that fresh processes do not: the
+    # baseline of the session's processes alone takes it for `b`'s speed, and an unchanged run
+    # that does not draw it reads IMPROVED; measured in two fresh processes per save too, the
+    # baseline's centre is the speed most processes see.
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    only_b = ("-k", "work and b")
+    monkeypatch.setenv("SLOWER_HERE_b", "1.3")
+    for run in range(2):
+        monkeypatch.setenv("RUN", str(run))
+        pytester.runpytest("--bench-save=alone", "--bench-save-processes=0", *only_b, *ARGS).assert_outcomes(passed=1)
+        pytester.runpytest("--bench-save=spread", *only_b, *ARGS).assert_outcomes(passed=1)
+    (path,) = (pytester.path / "baselines" / "spread").glob("*.json")
+    runs = json.loads(path.read_text())["runs"]
+    assert [len(run["benchmarks"]["test_kernels.py::test_work[b]"]["confirm"]) for run in runs] == [2, 2]
+    (alone,) = (pytester.path / "baselines" / "alone").glob("*.json")
+    assert "confirm" not in json.loads(alone.read_text())["runs"][0]["benchmarks"]["test_kernels.py::test_work[b]"]
+
+    monkeypatch.setenv("RUN", "99")
+    monkeypatch.delenv("SLOWER_HERE_b")
+    verdicts = {}
+    for name in ("alone", "spread"):
+        out = pytester.path / f"{name}.json"
+        result = pytester.runpytest(f"--bench-compare={name}", f"--bench-json={out}", *only_b, *ARGS)
+        result.assert_outcomes(passed=1)
+        verdicts[name] = json.loads(out.read_text())["benchmarks"]["test_kernels.py::test_work[b]"]["verdict"]
+    result.stdout.fnmatch_lines(["*baseline spread (*, 2 run(s), measured in 6 processes; timings*"])
+    assert verdicts["alone"]["status"] == "IMPROVED" and verdicts["alone"]["ratio"] < 0.8
+    assert verdicts["spread"]["status"] != "IMPROVED" and verdicts["spread"]["ratio"] == pytest.approx(1, abs=0.03)
+    assert (verdicts["alone"]["history"], verdicts["spread"]["history"]) == (2, 6)
+    # judged again from the files, the baselines are read alike
+    from pytest_tesserabench import cli
+
+    for name, improved in (("alone", True), ("spread", False)):
+        capsys.readouterr()
+        cli.main(["compare", name, str(pytester.path / f"{name}.json"), "--dir", str(pytester.path / "baselines")])
+        assert ("1 improved" in capsys.readouterr().out) == improved
+
+
+def test_a_run_that_compares_and_saves_confirms_on_the_processes_it_saves(project, monkeypatch):
+    monkeypatch.setenv("SLOWER_b", "1.3")
+    result = project.runpytest("--bench-compare=main", "--bench-save=main", "--bench-save-processes=1", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    # one fresh process per benchmark, not --bench-confirm's two on top for the one that fails
+    assert re.search(r"measured again in 1 fresh process\(es\): \+\d\d\.\d% .*judged on all: confirmed", said(result))
+    (path,) = (project.path / "baselines" / "main").glob("*.json")
+    saved = json.loads(path.read_text())["runs"][-1]["benchmarks"]
+    assert sorted(saved) == ["test_kernels.py::test_work[a]", "test_kernels.py::test_work[c]"]  # (b failed)
+    assert all(len(record["confirm"]) == 1 for record in saved.values())
 
 
 def test_a_test_that_fails_in_a_fresh_process_keeps_its_verdict_and_says_why(project, monkeypatch):
@@ -267,8 +318,12 @@ def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
     assert (rebuilt.rounds_ms, rebuilt.sampling.pass_rounds, rebuilt.canary_ms) == (fresh.rounds_ms, (3, 3), 1.9)
     assert log_centre(rebuilt) == pytest.approx(log_centre(fresh)) and rebuilt.confirm is None
     assert confirm.fresh_runs(RunDocument(benchmarks={"t.py::y": _record([], 5)})) == []
-    # a baseline keeps the run, not the comparison it was judged in
-    assert run.for_baseline().benchmarks[here.id].confirm is None and run.benchmarks[here.id].confirm
+    # a baseline keeps them, and the gate reads each as a run of the history after its own
+    kept = run.for_baseline()
+    assert kept.benchmarks[here.id].confirm == run.benchmarks[here.id].confirm
+    first, process = confirm.with_processes([kept])
+    assert first is kept and process.benchmarks[here.id].rounds_ms == fresh.rounds_ms
+    assert confirm.with_processes([RunDocument(benchmarks={"t.py::y": _record([], 5)})])[0].benchmarks
 
 
 def _block(rounds):
@@ -310,7 +365,7 @@ def test_fresh_processes_read_the_ini_file_named_with_c(pytester, monkeypatch):
     ini = ("-c", "ci/bench.ini", f"--rootdir={pytester.path}")
     for run in range(3):
         monkeypatch.setenv("RUN", str(run))
-        pytester.runpytest("--bench-save=main", *ini, *ARGS).assert_outcomes(passed=3)
+        pytester.runpytest("--bench-save=main", "--bench-save-processes=0", *ini, *ARGS).assert_outcomes(passed=3)
     monkeypatch.setenv("RUN", "99")
     monkeypatch.setenv("SLOWER_HERE_b", "1.3")
     result = pytester.runpytest("--bench-compare=main", *ini, *ARGS)

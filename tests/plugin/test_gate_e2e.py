@@ -33,7 +33,7 @@ def test_work(bench, name, fake_clock):
     bench(kernel)
 """
 )
-ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8")
+ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8", "--bench-save-processes=0")
 
 
 @pytest.fixture

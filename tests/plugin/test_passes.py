@@ -36,7 +36,14 @@ def test_plain():
     log("plain")
 """
 )
-ARGS = ("--bench-max-time=0.1", "--bench-warmup=0", "--bench-min-rounds=4", "-p", "no:randomly")
+ARGS = (
+    "--bench-max-time=0.1",
+    "--bench-warmup=0",
+    "--bench-min-rounds=4",
+    "-p",
+    "no:randomly",
+    "--bench-save-processes=0",
+)
 
 
 @pytest.fixture

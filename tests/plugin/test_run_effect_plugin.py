@@ -49,7 +49,14 @@ def test_work(bench, name, fake_clock):
 
     bench(kernel)
 """
-ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8", "-p", "no:randomly")
+ARGS = (
+    "--bench-max-time=0.15",
+    "--bench-warmup=0.02",
+    "--bench-min-rounds=8",
+    "-p",
+    "no:randomly",
+    "--bench-save-processes=0",
+)
 
 
 @pytest.fixture

@@ -34,7 +34,7 @@ def test_scale(bench):
     y = bench(scale, x, bytes=8000)
     bench.check_accuracy(y, x * 2, "fp32")
 """
-FAST = ("--bench-max-time=0.01", "--bench-warmup=0", "--bench-min-rounds=2")
+FAST = ("--bench-max-time=0.01", "--bench-warmup=0", "--bench-min-rounds=2", "--bench-save-processes=0")
 
 
 def test_kernels_are_recorded_shown_and_dumped(pytester, tmp_path):

@@ -67,7 +67,14 @@ def test_scale(bench):
     bench.check_accuracy(out, x * 3.0, "fp32")
 """
 
-ARGS = ("--bench-max-time=0.05", "--bench-warmup=0", "--bench-min-rounds=1", "-p", "no:randomly")
+ARGS = (
+    "--bench-max-time=0.05",
+    "--bench-warmup=0",
+    "--bench-min-rounds=1",
+    "-p",
+    "no:randomly",
+    "--bench-save-processes=0",
+)
 
 
 @pytest.fixture

@@ -40,7 +40,7 @@ def test_tolerant(bench, fake_clock):
     bench(kernel_for("t", fake_clock))
 """
 )
-ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8")
+ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8", "--bench-save-processes=0")
 ALL = 4  # benchmarks in the workload
 
 
