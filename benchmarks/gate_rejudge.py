@@ -70,7 +70,7 @@ def main() -> int:
     plugin_rules = {"wait": run_queue.SHARED, "neighbours": neighbours.SHARED_CPUS}
     states = {"on": (True,), "off": (False,), "both": (True, False)}[args.pass_state]
     settings = [
-        (rule, held, state, fresh)
+        (rule, held, state, fresh, saved)
         for rule in args.centres.split(",")
         for held in args.shared_cpu_rules.split(",")
         for state in states

@@ -528,9 +528,16 @@ MUTATIONS = (
     Mutation(
         "--bench-save-processes: a save measures every benchmark in fresh processes",
         PLUGIN,
-        "        measured = list(records) if saving else suspects",
+        "        measured = [r for r in records if gated_timing(r)] if saving else suspects",
         "        measured = suspects",
         (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-save-processes: the interpreter's timings are not measured again",
+        PLUGIN,
+        "        measured = [r for r in records if gated_timing(r)] if saving else suspects",
+        "        measured = list(records) if saving else suspects",
+        ("tests/plugin/test_passes.py",),
     ),
     Mutation(
         "--bench-save-processes: a run that saves confirms on the processes it saves",

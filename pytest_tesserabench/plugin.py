@@ -596,11 +596,13 @@ class SessionHooks:
         if state.ab is not None or state.instruments.ranks.size > 1:
             return verdicts
         from pytest_tesserabench import confirm
+        from pytest_tesserabench.gate import gated_timing
 
         saving = state.settings.save is not None and state.settings.save_processes > 0
         comparing = state.comparison is not None and state.settings.confirm > 0
         suspects = confirm.suspects(records, verdicts) if comparing else []
-        measured = list(records) if saving else suspects
+        # (timings the gate never compares, the interpreter's, are not worth a process each)
+        measured = [r for r in records if gated_timing(r)] if saving else suspects
         if not measured:
             return verdicts
         processes = state.settings.save_processes if saving else state.settings.confirm
