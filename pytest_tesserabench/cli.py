@@ -168,6 +168,8 @@ def _show(args: argparse.Namespace, out, err) -> int:
             commit, machine = run.commit, run.machine
             sha = str(commit.get("sha") or "-")[:8] + ("+dirty" if commit.get("dirty") else "")
             canary = run.canary_ms
+            # the session's process and the fresh ones it was measured in too (--bench-save-processes)
+            processes = 1 + max((len(r.confirm or []) for r in run.benchmarks.values()), default=0)
             rows.append(
                 [
                     str(i),
@@ -175,6 +177,7 @@ def _show(args: argparse.Namespace, out, err) -> int:
                     sha,
                     str(commit.get("branch") or "-"),
                     str(len(run.benchmarks)),
+                    str(processes) if processes > 1 else "-",
                     f"{statistics.median(canary):.3f} ms" if canary else "-",
                     *(str(machine.get(k) or "-") for k in ("torch", "triton", "python")),
                 ]
@@ -182,7 +185,7 @@ def _show(args: argparse.Namespace, out, err) -> int:
         # Simple rules, no vertical lines; software that every run shares goes into the title,
         # and a column that is "-" in every run (torch in a project without it) is left out: a
         # run's line fits 80 columns.
-        columns = ("#", "started", "commit", "branch", "benchmarks", "canary", "torch", "triton", "python")
+        columns = ("#", "started", "commit", "branch", "benchmarks", "processes", "canary", "torch", "triton", "python")
         software = range(columns.index("torch"), len(columns))
         shared = [c for c in software if len({r[c] for r in rows}) == 1 and rows[0][c] != "-"]
         title = f"{args.name} on {data.machine_key} ({path})"
@@ -195,7 +198,7 @@ def _show(args: argparse.Namespace, out, err) -> int:
         ]
         table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for c in kept:
-            right = columns[c] in ("#", "benchmarks", "canary")
+            right = columns[c] in ("#", "benchmarks", "processes", "canary")
             table.add_column(columns[c], justify="right" if right else "left", no_wrap=columns[c] != "branch")
         for row in rows:
             table.add_row(*(row[c] for c in kept))

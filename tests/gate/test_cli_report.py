@@ -101,6 +101,19 @@ def test_show_lists_runs_within_80_columns(files, tmp_path, capsys):
     assert "every run: torch 2.13.0, triton 3.9.0" in " ".join(out.split())  # shared by all: in the title
 
 
+def test_show_says_how_many_processes_a_saved_run_was_measured_in(files, tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    run = run_dict(rng)
+    fresh = {"rounds_ms": [1.0, 1.0, 1.0], "pass_rounds": [3], "canary_ms": 2.0}
+    run["benchmarks"]["t::fast"]["confirm"] = [fresh, fresh]
+    save_run(tmp_path / "baselines", "main", KEY, RunDocument.from_json(run))
+    assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "80"]) == 0
+    out = capsys.readouterr().out
+    assert "processes" in out and max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    rows = [line.split() for line in out.splitlines() if "2026-11-21" in line]
+    assert [row[6] for row in rows] == ["-", "-", "-", "3"]  # (after #, date, time, commit, branch, benchmarks)
+
+
 def test_show_missing_and_bad_names(tmp_path, capsys):
     assert main(["show", "nope", "--dir", str(tmp_path)]) == 2
     assert "--bench-save=nope" in capsys.readouterr().err
