@@ -547,6 +547,13 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "--bench-save-processes: a save short of fresh processes says so",
+        PLUGIN,
+        "        if saving and confirmation.problem:",
+        "        if False and confirmation.problem:",
+        (CONFIRM,),
+    ),
+    Mutation(
         "--bench-save-processes: the baseline keeps them",
         "pytest_tesserabench/results.py",
         "replace(r, samples_ms=[], verdict=None, ab=None, kernels=",

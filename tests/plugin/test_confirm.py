@@ -172,6 +172,19 @@ def test_a_run_that_compares_and_saves_confirms_on_the_processes_it_saves(projec
     assert all(len(record["confirm"]) == 1 for record in saved.values())
 
 
+def test_a_save_whose_fresh_process_fails_is_saved_without_it_and_says_why(pytester, monkeypatch):
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    monkeypatch.setenv("FAIL_FRESH", "1")
+    result = pytester.runpytest("--bench-save=main", "--bench-save-processes=1", "test_kernels.py::test_work[a]", *ARGS)
+    result.assert_outcomes(passed=1, warnings=1)
+    assert (
+        "test_kernels.py::test_work[a]: saved as measured in fewer fresh processes than asked: --bench-confirm: "
+        "fresh process 1 of 1 for test_kernels.py::test_work[a]: the test failed there" in said(result)
+    )
+    (path,) = (pytester.path / "baselines" / "main").glob("*.json")
+    assert "confirm" not in json.loads(path.read_text())["runs"][0]["benchmarks"]["test_kernels.py::test_work[a]"]
+
+
 def test_a_test_that_fails_in_a_fresh_process_keeps_its_verdict_and_says_why(project, monkeypatch):
     monkeypatch.setenv("SLOWER_b", "1.3")
     monkeypatch.setenv("FAIL_FRESH", "1")
