@@ -359,6 +359,11 @@ def pass_centres(record: BenchRecord) -> list[float]:
 # machine's (a slow stretch over two passes of everything) and is left out.
 PASS_STATE_NOISE = True
 OWN_GAP_FACTOR = 2.0
+# A verdict on this many candidate processes or more (--bench-confirm's fresh ones, or runs) reads
+# such a state from the processes themselves: their median moves only where most of them sit in
+# it, and the baseline's processes (runs of the history) measured how often one does. The term is
+# for the word of one process (or two: one odd process moves their median by half the gap).
+STATE_READ_BY_PROCESSES = 3
 
 
 def pass_state_variances(runs: list[RunDocument]) -> dict[str, float]:
@@ -574,7 +579,8 @@ def compare_runs(
     process of its own) measured. Their own spread does not join that noise: on the CI VM a
     fresh process now and then reads a benchmark +50-70% for its whole life (gate_real run V),
     which as a run of its own widened real +10% slowdowns into INCONCLUSIVE; the median does not
-    move for one odd process.
+    move for one odd process. Nor for a state the baseline's passes caught (pass_state_variances):
+    with three processes or more that term is left out.
     """
     config = config or GateConfig()
     thresholds = thresholds or {}
@@ -625,7 +631,8 @@ def compare_runs(
             *cand_summaries,
             candidate_spread=not processes_of_one_run,
         )
-        gated.append((bench_id, nc, kernels, history, shift, states.get(bench_id, 0.0)))
+        state = 0.0 if len(cand_measured) >= STATE_READ_BY_PROCESSES else states.get(bench_id, 0.0)
+        gated.append((bench_id, nc, kernels, history, shift, state))
 
     if gated:
         m = n_compared if n_compared is not None else len(gated)
