@@ -262,9 +262,12 @@ def main() -> int:
 
     # Baselines, recorded quiet.
     checkout(repo, "v0")
+    save_seconds = []  # wall time of each --bench-save=main run (with its fresh processes)
     if any(mode.startswith("history") for mode in modes):
         for i in range(args.baseline_runs):
+            began = time.time()
             ours(python, repo, args.work / "save.json", "--bench-save=main", *budget)
+            save_seconds.append(time.time() - began)
             if "history-1pass" in modes:  # interleaved with main's runs: the same stretches of time
                 ours(python, repo, args.work / "save.json", "--bench-save=onepass", "--bench-passes=1", *budget)
             if i == 2 and "history-first3" in modes:  # the same history cut at 3 runs: a controlled comparison
@@ -312,6 +315,8 @@ def main() -> int:
     report(outcomes, args)
     costs = ", ".join(f"{mode} {sum(v) / len(v):.0f} s" for mode, v in seconds.items())
     print(f"\nmean wall time of a candidate run (6 benchmarks, pytest start-up included): {costs}")
+    if save_seconds:
+        print(f"wall time of each baseline save (history mode): {', '.join(f'{s:.0f} s' for s in save_seconds)}")
     if args.json:
         args.json.write_text(json.dumps(outcomes, indent=1))
     return 0

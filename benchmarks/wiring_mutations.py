@@ -542,8 +542,22 @@ MUTATIONS = (
     Mutation(
         "--bench-save-processes: a run that saves confirms on the processes it saves",
         PLUGIN,
-        "        processes = state.settings.save_processes if saving else state.settings.confirm",
-        "        processes = state.settings.confirm",
+        "            if saving:\n                confirmation = self._save_processes(",
+        "            if False:\n                confirmation = self._save_processes(",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-save-processes: the processes are started once per run",
+        PLUGIN,
+        "        if state.save_processes is None:\n            from pytest_tesserabench.confirm import SaveProcesses",
+        "        if True:\n            from pytest_tesserabench.confirm import SaveProcesses",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-save-processes: a process that dies is replaced at the next test",
+        "pytest_tesserabench/confirm.py",
+        "                self.slots[index] = None\n                problem = problem or str(exc)",
+        "                self.cannot_start = str(exc)\n                problem = problem or str(exc)",
         (CONFIRM,),
     ),
     Mutation(

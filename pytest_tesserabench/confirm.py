@@ -27,7 +27,8 @@ file as the plugin did. It costs nothing until a benchmark looks slower, then ab
 own time per process.
 
 A baseline measured in several processes: with --bench-save, every benchmark is measured in
---bench-save-processes fresh processes too (default 2), and the baseline keeps them; the gate reads
+--bench-save-processes fresh processes too (default 2; SaveProcesses: started once per run, each
+running every test in turn), and the baseline keeps them; the gate reads
 each as a run of its own (with_processes). A baseline of three back-to-back runs of one process each
 knows three draws of a process's bias, so its centre carries the bias of the process it happened
 to run in (gate_real run Y: unchanged `w_sum` read IMPROVED in 25 of 48 candidate runs, its three
@@ -129,6 +130,86 @@ def confirm(
         result.processes.append(records)
     result.seconds = time.perf_counter() - start
     return result
+
+
+class SaveProcesses:
+    """--bench-save-processes' fresh processes: started once, at the first test a saving run
+    measures again, each collecting every test file of the run, and kept until the run ends; each
+    measures every test's calls in turn (``measure``).
+
+    Why not a process per test, as --bench-confirm starts: that paid pytest's start-up and
+    collection once per test and process (about 2.8 s per test on the CI VM, more where the tests
+    import torch or create a CUDA context), on every save. And a process that runs the suite, as
+    the session's does, is the kind of process the baseline speaks for; the k-th of them is then
+    one process for every benchmark, as the run-effect model reads it (a run of its own). A process
+    that dies is replaced at the next test; the test it died in is saved without it."""
+
+    def __init__(
+        self, count: int, *, settings: Settings, rootdir: Path, cache_dir: Path | None, extra_args, test_files
+    ):
+        self.settings, self.rootdir, self.cache_dir = settings, rootdir, cache_dir
+        self.extra_args, self.test_files = list(extra_args), list(test_files)
+        self.slots: list[ServedProcess | None] = [None] * count
+        self.started = 0  # processes started in all (more than ``count`` where one was replaced)
+        self.cannot_start: str | None = None  # why a process did not start: not tried again
+
+    def measure(self, records: list[BenchRecord], canary: Callable[[], float | None] = lambda: None) -> Confirmation:
+        """``records`` (of one test) measured in each process; never raises for the processes' sake."""
+        start = time.perf_counter()
+        result = Confirmation()
+        problem = self._start_missing()
+        for index, process in enumerate(self.slots):
+            if process is None:  # (it cannot start: said once per test below)
+                continue
+            try:
+                measured = _measure_in(process, records[0].nodeid, records, canary)
+            except ABError as exc:
+                process.close()
+                self.slots[index] = None
+                problem = problem or str(exc)
+                continue
+            if isinstance(measured, str):
+                problem = problem or f"--bench-save-processes: {process.where}: {measured}"
+                continue
+            result.processes.append(measured)
+        result.problem = problem if len(result.processes) < len(self.slots) else None
+        result.seconds = time.perf_counter() - start
+        return result
+
+    def _start_missing(self) -> str | None:
+        """Start every empty slot's process (collecting at once); why one could not start. One
+        that could not start once (the tests do not collect there) is not tried again."""
+        if self.cannot_start is not None:
+            return self.cannot_start
+        missing = [index for index, process in enumerate(self.slots) if process is None]
+        for index in missing:
+            replacing = self.started >= len(self.slots)
+            self.started += 1
+            self.slots[index] = ServedProcess(
+                self.rootdir,
+                where=f"fresh process {index + 1} of {len(self.slots)}" + (" (a replacement)" if replacing else ""),
+                cwd=self.rootdir,
+                test_files=self.test_files,
+                pytest_args=[*measurement_args(self.settings), f"--rootdir={self.rootdir}", *self.extra_args],
+                cache_dir=self.cache_dir,
+                option="--bench-save-processes",
+                pinned=False,
+            )
+            self.slots[index].launch()
+        for index in missing:
+            try:
+                self.slots[index].connect()
+            except ABError as exc:
+                self.slots[index].close()
+                self.slots[index] = None
+                self.cannot_start = self.cannot_start or str(exc)
+        return self.cannot_start
+
+    def close(self) -> None:
+        for process in self.slots:
+            if process is not None:
+                process.close()
+        self.slots = [None] * len(self.slots)
 
 
 def _measure_in(

@@ -605,19 +605,21 @@ class SessionHooks:
         measured = [r for r in records if gated_timing(r)] if saving else suspects
         if not measured:
             return verdicts
-        processes = state.settings.save_processes if saving else state.settings.confirm
         inifile = ["-c", str(item.config.inipath)] if item.config.inipath else []
         # Held throughout: under xdist no other worker measures while the fresh processes do.
         with state.instruments.measurement_lock():
-            confirmation = confirm.confirm(
-                measured,
-                processes=processes,
-                settings=state.settings,
-                rootdir=state.context.rootdir,
-                cache_dir=state.instruments.cache_dir,
-                extra_args=inifile,
-                canary=state.instruments.local_canary,
-            )
+            if saving:
+                confirmation = self._save_processes(item, inifile).measure(measured, state.instruments.local_canary)
+            else:
+                confirmation = confirm.confirm(
+                    measured,
+                    processes=state.settings.confirm,
+                    settings=state.settings,
+                    rootdir=state.context.rootdir,
+                    cache_dir=state.instruments.cache_dir,
+                    extra_args=inifile,
+                    canary=state.instruments.local_canary,
+                )
         for record in measured:
             record.confirm = [confirm.as_json(p[record.id]) for p in confirmation.processes if record.id in p] or None
             if record.sampling is not None:
@@ -644,6 +646,24 @@ class SessionHooks:
             first = verdicts[record.id]
             verdicts[record.id] = confirm.revised(first, again.get(record.id, first), record, confirmation, threshold)
         return verdicts
+
+    def _save_processes(self, item: pytest.Item, extra_args: list[str]):
+        """The saving run's fresh processes (confirm.SaveProcesses), made at the first test that
+        needs them, collecting the files of every benchmark test of this run."""
+        state = self.state
+        if state.save_processes is None:
+            from pytest_tesserabench.confirm import SaveProcesses
+
+            benchmarks = (i.nodeid for i in item.session.items if "bench" in getattr(i, "fixturenames", ()))
+            state.save_processes = SaveProcesses(
+                state.settings.save_processes,
+                settings=state.settings,
+                rootdir=state.context.rootdir,
+                cache_dir=state.instruments.cache_dir,
+                extra_args=extra_args,
+                test_files=list(dict.fromkeys(nodeid.split("::", 1)[0] for nodeid in benchmarks)),
+            )
+        return state.save_processes
 
     def _end_test_on_both_sides(self, item: pytest.Item) -> None:
         """The reference finished the test too: its records join ours; its calls we never made
@@ -766,6 +786,8 @@ class SessionHooks:
                 remove(state.ab.reference)
         if state.status is not None:
             state.status.close()
+        if state.save_processes is not None:
+            state.save_processes.close()
         config.pluginmanager.unregister(self, self.NAME)
 
 

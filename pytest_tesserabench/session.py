@@ -42,6 +42,7 @@ class BenchSession:
         self.measured: dict[str, float] = {}  # id -> log centre, of what this process measured
         self.suite = None  # run_effect.SuiteShift of the whole run (controller, at the end)
         self.status = None  # report.progress.StatusLine while measuring on a terminal
+        self.save_processes = None  # confirm.SaveProcesses of a run that saves (--bench-save-processes)
 
     # -- before measuring --------------------------------------------------------------------------
     def open_baselines(self) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 from multiprocessing.connection import Client
 
 import pytest
@@ -19,6 +20,17 @@ import pytest
 from pytest_tesserabench import sampling
 from pytest_tesserabench.ab.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
 from pytest_tesserabench.crash import crash_line
+
+
+def release_device_memory() -> None:
+    """Give the GPU memory torch's caching allocator still holds for this test back to the device.
+    A served process waits between tests while the other processes (the session's, the other
+    side's) run theirs: memory it keeps cached is memory they cannot have, and a suite's largest
+    test would need it two or three times over."""
+    torch = sys.modules.get("torch")  # (never imported here for this: a CPU-only suite needs no torch)
+    cuda = getattr(torch, "cuda", None)
+    if cuda is not None and cuda.is_available() and cuda.is_initialized():
+        cuda.empty_cache()
 
 
 class ServedTest:
@@ -84,6 +96,7 @@ class ServeLoop:
         # nextitem=None: every fixture is torn down after the test, so any test can come next.
         item.ihook.pytest_runtest_protocol(item=item, nextitem=None)
         self.test = None
+        release_device_memory()
         failed = [r for r in test.reports if r.failed]
         skipped = any(r.skipped for r in test.reports)
         error = crash_line(failed[0]) if failed else None

@@ -4,6 +4,7 @@ a slowdown of the code stays REGRESSED, one process's own slowness does not fail
 import json
 import math
 import re
+import sys
 
 import pytest
 from snippets import FAKE_CLOCK
@@ -39,6 +40,8 @@ def test_work(bench, name, fake_clock):
 
     bench(kernel)
     assert not (FRESH and os.environ.get("FAIL_FRESH")), "fails in a fresh process"
+    if FRESH and os.environ.get("DIE_FRESH_" + name):
+        os._exit(3)  # the process dies with the test (a crash in a kernel)
 """
 )
 ARGS = ("--bench-max-time=0.15", "--bench-warmup=0.02", "--bench-min-rounds=8", "-p", "no:randomly")
@@ -178,11 +181,43 @@ def test_a_save_whose_fresh_process_fails_is_saved_without_it_and_says_why(pytes
     result = pytester.runpytest("--bench-save=main", "--bench-save-processes=1", "test_kernels.py::test_work[a]", *ARGS)
     result.assert_outcomes(passed=1, warnings=1)
     assert (
-        "test_kernels.py::test_work[a]: saved as measured in fewer fresh processes than asked: --bench-confirm: "
-        "fresh process 1 of 1 for test_kernels.py::test_work[a]: the test failed there" in said(result)
+        "test_kernels.py::test_work[a]: saved as measured in fewer fresh processes than asked: "
+        "--bench-save-processes: fresh process 1 of 1: the test failed there" in said(result)
     )
     (path,) = (pytester.path / "baselines" / "main").glob("*.json")
     assert "confirm" not in json.loads(path.read_text())["runs"][0]["benchmarks"]["test_kernels.py::test_work[a]"]
+
+
+FRESH_LOG = """
+import os
+
+def pytest_configure(config):
+    if "TESSERABENCH_AB_AUTHKEY" in os.environ:  # a served process: log that one started
+        with open(config.rootpath / "fresh.log", "a") as log:
+            log.write(f"{os.getpid()}\\n")
+"""
+
+
+def test_a_save_starts_its_fresh_processes_once_and_replaces_one_that_dies(pytester, monkeypatch):
+    # Each fresh process runs every test of the save (one start-up each, not one per test); the
+    # two that die in test b are replaced for c, and b is saved as the session measured it.
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    pytester.makeconftest(FRESH_LOG)
+    started = lambda: (pytester.path / "fresh.log").read_text().split()  # noqa: E731
+    pytester.runpytest("--bench-save=main", "--bench-save-processes=2", *ARGS).assert_outcomes(passed=3)
+    assert len(started()) == 2
+    (path,) = (pytester.path / "baselines" / "main").glob("*.json")
+    saved = json.loads(path.read_text())["runs"][-1]["benchmarks"]
+    assert [len(saved[f"test_kernels.py::test_work[{n}]"]["confirm"]) for n in "abc"] == [2, 2, 2]
+
+    monkeypatch.setenv("DIE_FRESH_b", "1")
+    (pytester.path / "fresh.log").unlink()
+    result = pytester.runpytest("--bench-save=main", "--bench-save-processes=2", *ARGS)
+    result.assert_outcomes(passed=3, warnings=1)
+    assert len(started()) == 4  # two, both died in b, both replaced for c
+    assert "test_work[b]: saved as measured in fewer fresh processes than asked: --bench-save-processes" in said(result)
+    saved = json.loads(path.read_text())["runs"][-1]["benchmarks"]
+    assert [len(saved[f"test_kernels.py::test_work[{n}]"].get("confirm") or []) for n in "abc"] == [2, 0, 2]
 
 
 def test_a_test_that_fails_in_a_fresh_process_keeps_its_verdict_and_says_why(project, monkeypatch):
@@ -384,3 +419,19 @@ def test_fresh_processes_read_the_ini_file_named_with_c(pytester, monkeypatch):
     result = pytester.runpytest("--bench-compare=main", *ini, *ARGS)
     result.assert_outcomes(passed=3)
     assert "judged on all: not confirmed, UNCHANGED" in said(result)
+
+
+@pytest.mark.parametrize("initialized", [True, False])
+def test_a_served_process_gives_the_gpu_memory_its_test_cached_back(monkeypatch, initialized):
+    # (it waits while the session's process, and the other fresh ones, run their tests)
+    from types import SimpleNamespace
+
+    from pytest_tesserabench.ab import serve
+
+    emptied = []
+    cuda = SimpleNamespace(
+        is_available=lambda: True, is_initialized=lambda: initialized, empty_cache=lambda: emptied.append(1)
+    )
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
+    serve.release_device_memory()
+    assert emptied == ([1] if initialized else [])
