@@ -173,11 +173,17 @@ OUTLYING_FACTOR = 1.5
 
 
 def outlying(run: RunDocument, earlier: list[RunDocument]) -> list[tuple[str, float, float]]:
-    """(id, its median in ``run``, the median of its medians in ``earlier``) for each benchmark of
-    ``run`` that differs from its earlier runs by OUTLYING_FACTOR or more, either way."""
+    """(id, its median in ``run``, the median of its medians elsewhere) for each benchmark of
+    ``run`` that differs by OUTLYING_FACTOR or more, either way, from the other processes that
+    measured it: the earlier runs' and their fresh processes (--bench-save-processes), and this
+    run's fresh ones. (Of the earlier runs alone, one busy save among two made the next, quiet
+    save read as the outlier.)"""
+    from pytest_tesserabench.confirm import fresh_runs, with_processes
+
+    others = [*with_processes(earlier), *fresh_runs(run)]
     out = []
     for bench_id, record in sorted(run.benchmarks.items()):
-        before = [r.benchmarks[bench_id].median_ms for r in earlier if bench_id in r.benchmarks]
+        before = [r.benchmarks[bench_id].median_ms for r in others if bench_id in r.benchmarks]
         before = [ms for ms in before if ms]
         now = record.median_ms
         if not before or not now:

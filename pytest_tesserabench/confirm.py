@@ -234,7 +234,10 @@ def _measure_in(
         process.done()
         measured[record.id] = dataclasses.replace(_fresh_record(record, blocks), canary_ms=moment)
     if message.outcome != "passed":
-        return f"the test {message.outcome} there" + (f": {message.error}" if message.error else "")
+        said = f"the test {message.outcome} there" + (f": {message.error}" if message.error else "")
+        if message.outcome == "skipped":  # (it reads the ini file and addopts, and this run's measuring options)
+            said += "; options given on this run's command line do not reach a fresh process"
+        return said
     if len(measured) < len(wanted):
         return "the test did not make the same bench() calls there"
     return measured

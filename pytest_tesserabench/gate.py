@@ -546,6 +546,34 @@ def baseline_priors(baseline_runs: list[RunDocument], floor: float, model=None) 
     return dict(zip(ids, suite_prior(nc.between_est, nc.between_df, floor).tolist()))
 
 
+# A baseline process this far from the median of the benchmark's other processes was timed on a
+# busy machine (its save warned: baseline.outlying). As noise, one such figure would widen every
+# later interval of that benchmark for as long as the history keeps it: a new user's trial, one
+# save of a torch call at 200x among nine processes, read [0.006x, 171x] in every comparison
+# after. Left out while it is a few: with one in four or more, the benchmark really does read at
+# two levels, and that is its noise.
+MIN_PROCESSES_TO_LEAVE_OUT = 5
+BUSY_NOTE = "left out of the baseline, as timed on a busy machine (1.5x or more from its other processes):"
+
+
+def _without_busy(indexed: list[tuple[int, BenchRecord]]) -> tuple[list[tuple[int, BenchRecord]], list[float]]:
+    """(the baseline's measured records of one benchmark less those far from the others, the
+    left-out ones' times in ms)."""
+    from pytest_tesserabench.baseline import OUTLYING_FACTOR
+
+    centres = [log_centre(record) for _, record in indexed]
+    if len(indexed) < MIN_PROCESSES_TO_LEAVE_OUT or any(c is None for c in centres):
+        return indexed, []
+    far = [
+        abs(centre - float(np.median(centres[:k] + centres[k + 1 :]))) >= math.log(OUTLYING_FACTOR)
+        for k, centre in enumerate(centres)
+    ]
+    if not any(far) or 4 * sum(far) >= len(indexed):
+        return indexed, []
+    kept = [pair for pair, out in zip(indexed, far) if not out]
+    return kept, [math.exp(c) for c, out in zip(centres, far) if out]
+
+
 def _indexed(runs: list[RunDocument], bench_id: str) -> list[tuple[int, BenchRecord]]:
     return [(j, run.benchmarks[bench_id]) for j, run in enumerate(runs) if bench_id in run.benchmarks]
 
@@ -589,7 +617,7 @@ def compare_runs(
 
     verdicts: dict[str, Verdict] = {}
     states = model.pass_states if model is not None else {}
-    gated: list[tuple[str, NoiseComponents, Any, int, Any, float]] = []
+    gated: list[tuple[str, NoiseComponents, Any, int, Any, float, list[float]]] = []
     for bench_id in ids:
         cand, base = _records(candidate_runs, bench_id), _records(baseline_runs, bench_id)
         old_kernels, old_machine = _latest_with_kernels(baseline_runs, bench_id)
@@ -621,7 +649,9 @@ def compare_runs(
         if reason is not None:
             verdicts[bench_id] = untimed_verdict(bench_id, kernels, reason, history=history)
             continue
-        base_indexed = [(j, rec) for j, rec in _indexed(baseline_runs, bench_id) if rec.measured_rounds]
+        base_indexed, busy = _without_busy(
+            [(j, rec) for j, rec in _indexed(baseline_runs, bench_id) if rec.measured_rounds]
+        )
         base_shifts = [model.run_shifts[j] for j, _ in base_indexed] if model is not None else None
         shift = (shifts or {}).get(bench_id) if model is not None else None
         cand_shifts = [shift.value] * len(cand_measured) if shift is not None else None
@@ -632,7 +662,7 @@ def compare_runs(
             candidate_spread=not processes_of_one_run,
         )
         state = 0.0 if len(cand_measured) >= STATE_READ_BY_PROCESSES else states.get(bench_id, 0.0)
-        gated.append((bench_id, nc, kernels, history, shift, state))
+        gated.append((bench_id, nc, kernels, history, shift, state, busy))
 
     if gated:
         m = n_compared if n_compared is not None else len(gated)
@@ -645,10 +675,12 @@ def compare_runs(
         theta_in = np.array([thresholds.get(g[0], config.threshold) for g in gated], dtype=float)
         extra = np.array([(g[4].variance if g[4] is not None else 0.0) + g[5] for g in gated])
         dec = decide(nc_all, prior, config, m, shift=shift, thresholds=theta_in, extra_var=extra)
-        for i, (bench_id, nc, kernels, history, run_shift, _) in enumerate(gated):
+        for i, (bench_id, nc, kernels, history, run_shift, _, busy) in enumerate(gated):
             status = str(dec.status[i])
             r = math.exp(float(dec.diff[i]))
             notes = list(kernels.notes)
+            if busy:
+                notes.append(f"{BUSY_NOTE} {', '.join(f'{ms:.4g} ms' for ms in busy)}")
             if history < MIN_RECOMMENDED_HISTORY:
                 notes.append(f"baseline has {history} run(s); drift assumed, not measured")
             if ratio:

@@ -58,7 +58,8 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             for bench_id, now, typical in outlying:
                 say(
                     f"tesserabench: {bench_id}: {format_ms(now)} in this run, {now / typical:.2g}x the median of the "
-                    f"baseline's earlier runs ({format_ms(typical)}); unless its code changed, the machine was busy: "
+                    f"other processes that measured it ({format_ms(typical)}: the baseline's earlier runs and this "
+                    f"run's fresh processes); unless its code changed, the machine was busy: "
                     f"record again on a quiet one (`tesserabench show {settings.save}` lists the runs)",
                     yellow=True,
                 )

@@ -627,7 +627,8 @@ class SessionHooks:
         if saving and confirmation.problem:
             item.warn(
                 pytest.PytestWarning(
-                    f"{item.nodeid}: saved as measured in fewer fresh processes than asked: {confirmation.problem}"
+                    f"{item.nodeid}: saved as measured in {len(confirmation.processes)} of "
+                    f"{state.settings.save_processes} fresh processes: {confirmation.problem}"
                 )
             )
         verdicts = dict(verdicts)

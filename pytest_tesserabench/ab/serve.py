@@ -33,6 +33,11 @@ def release_device_memory() -> None:
         cuda.empty_cache()
 
 
+def _skip_reason(report: pytest.TestReport) -> str | None:
+    longrepr = report.longrepr  # (path, line, "Skipped: why") for a skip
+    return str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else None
+
+
 class ServedTest:
     def __init__(self) -> None:
         self.ended = False  # the candidate's test is over: no more calls are measured
@@ -98,8 +103,8 @@ class ServeLoop:
         self.test = None
         release_device_memory()
         failed = [r for r in test.reports if r.failed]
-        skipped = any(r.skipped for r in test.reports)
-        error = crash_line(failed[0]) if failed else None
+        skipped = [r for r in test.reports if r.skipped]
+        error = crash_line(failed[0]) if failed else _skip_reason(skipped[0]) if skipped else None
         fixture = item.stash.get(self.bench_key, None)
         records = [record.to_json(samples=False) for record in fixture.records.values()] if fixture else []
         self.connection.send(

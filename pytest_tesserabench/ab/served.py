@@ -213,13 +213,20 @@ class ServedProcess:
                 if self.connection.poll(0.2):
                     return self.connection.recv()
             except (EOFError, OSError):
-                pass
-            else:
-                if self.process.poll() is None and time.monotonic() < deadline:
-                    continue
+                # The connection closed: the process is exiting (it may not be reaped yet).
+                raise ABError(f"{self.option}: {self.where} {self._exited()}; its output:\n{self.tail()}") from None
             if self.process.poll() is not None:
-                raise ABError(f"{self.option}: {self.where} exited; its output:\n{self.tail()}")
-            raise ABError(f"{self.option}: {self.where} did not answer in {timeout:.0f} s")
+                raise ABError(f"{self.option}: {self.where} {self._exited()}; its output:\n{self.tail()}")
+            if time.monotonic() >= deadline:
+                raise ABError(f"{self.option}: {self.where} did not answer in {timeout:.0f} s")
+
+    def _exited(self) -> str:
+        """How the process ended: its exit status, or its signal (a crash)."""
+        try:
+            code = self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return "closed its connection and did not exit"
+        return f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
 
     def run_test(self, nodeid: str) -> bool:
         """Start the same test in this process; False when its tree has no such test."""

@@ -208,7 +208,8 @@ def header_lines(state, interpret_switch) -> list[str]:
     archs = settings.arch
     if archs is None:
         archs = ("the live GPU's arch",) if info.get("gpu_count") else ("sm_90",)
-    lines.append(f"tesserabench: static kernel analysis of the Triton kernels the tests launch, for {', '.join(archs)}")
+    targets = ", ".join(archs)
+    lines.append(f"tesserabench: the Triton kernels the tests launch, if any, are analysed statically for {targets}")
     return lines
 
 

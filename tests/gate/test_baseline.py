@@ -10,6 +10,7 @@ from pytest_tesserabench.baseline import (
     git_commit_info,
     load_baseline,
     load_runs,
+    outlying,
     save_run,
     validate_name,
 )
@@ -187,3 +188,20 @@ def test_git_commit_info(tmp_path):
     assert len(info["sha"]) == 40 and info["branch"] == "work" and info["dirty"] is False
     (tmp_path / "f").write_text("2")
     assert git_commit_info(tmp_path)["dirty"] is True
+
+
+def _saved(session_ms: float, *fresh_ms: float) -> RunDocument:
+    """A saved run of one benchmark: the session's process at ``session_ms``, fresh ones too."""
+    record = {"timer": "cpu", "rounds_ms": [session_ms] * 5}
+    if fresh_ms:
+        record["confirm"] = [{"rounds_ms": [ms] * 5, "pass_rounds": [5]} for ms in fresh_ms]
+    return RunDocument.from_json({"benchmarks": {"t.py::x": record}})
+
+
+def test_a_saved_figure_is_outlying_against_every_process_that_measured_it():
+    # a save on a busy machine: its session read 200x, its fresh processes read normal
+    busy = _saved(3.6, 0.018, 0.018)
+    assert [i for i, *_ in outlying(busy, [_saved(0.018, 0.018, 0.018)])] == ["t.py::x"]
+    assert [i for i, *_ in outlying(busy, [])] == ["t.py::x"]  # its own fresh processes say so already
+    # the next, quiet save is not the outlier (of the earlier runs' sessions alone, it read 0.01x)
+    assert outlying(_saved(0.018, 0.018, 0.018), [_saved(0.018, 0.018, 0.018), busy]) == []

@@ -336,3 +336,20 @@ def test_a_change_and_its_interval_read_in_one_form():
     assert text(12.4, 11.0, 13.0) == "12.4x [11x, 13x]"
     # an interval reaching past 3x either way turns the whole change into factors, never a mix
     assert text(0.674, 0.3, 1.501) == "0.67x [0.3x, 1.5x]"
+
+
+def test_a_baseline_process_timed_on_a_busy_machine_is_left_out_of_the_noise():
+    # Nine baseline processes 0.2% apart; one read the first benchmark 200x (a busy machine while
+    # saving). Kept, it made every later interval [0.006x, 171x]; left out, an unchanged run is
+    # decided and a +20% slowdown fails, and the verdict says what was left out.
+    centres = [math.exp(0.002 * k) for k in (-4, -3, -2, -1, 0, 1, 2, 3, 4)]
+    base = runs_at(*centres, first=[1, 1, 1, 200, 1, 1, 1, 1, 1])
+    unchanged = compare_runs(runs_at(1.0), base)[IDS[0]]
+    slower = compare_runs(runs_at(1.0, first=[1.2]), base)[IDS[0]]
+    assert unchanged.status == "UNCHANGED" and unchanged.ci[1] < 1.05
+    assert slower.status == "REGRESSED"
+    assert f"{gate.BUSY_NOTE} 199.6 ms" in unchanged.notes
+    # one in three at a second level is the benchmark's own noise, not a busy machine's
+    two_levels = runs_at(*centres, first=[1, 1.6, 1, 1, 1.6, 1, 1, 1.6, 1])
+    judged = compare_runs(runs_at(1.0), two_levels)[IDS[0]]
+    assert judged.status == "INCONCLUSIVE" and not any(gate.BUSY_NOTE in note for note in judged.notes)

@@ -40,6 +40,8 @@ def test_work(bench, name, fake_clock):
 
     bench(kernel)
     assert not (FRESH and os.environ.get("FAIL_FRESH")), "fails in a fresh process"
+    if FRESH and os.environ.get("SKIP_FRESH"):
+        pytest.skip("need --runslow option to run")  # (a conftest's option the fresh process lacks)
     if FRESH and os.environ.get("DIE_FRESH_" + name):
         os._exit(3)  # the process dies with the test (a crash in a kernel)
 """
@@ -181,8 +183,9 @@ def test_a_save_whose_fresh_process_fails_is_saved_without_it_and_says_why(pytes
     result = pytester.runpytest("--bench-save=main", "--bench-save-processes=1", "test_kernels.py::test_work[a]", *ARGS)
     result.assert_outcomes(passed=1, warnings=1)
     assert (
-        "test_kernels.py::test_work[a]: saved as measured in fewer fresh processes than asked: "
-        "--bench-save-processes: fresh process 1 of 1: the test failed there" in said(result)
+        "test_kernels.py::test_work[a]: saved as measured in 0 of 1 fresh processes: "
+        "--bench-save-processes: fresh process 1 of 1: the test failed there: AssertionError: fails in a fresh process"
+        in said(result)
     )
     (path,) = (pytester.path / "baselines" / "main").glob("*.json")
     assert "confirm" not in json.loads(path.read_text())["runs"][0]["benchmarks"]["test_kernels.py::test_work[a]"]
@@ -215,9 +218,24 @@ def test_a_save_starts_its_fresh_processes_once_and_replaces_one_that_dies(pytes
     result = pytester.runpytest("--bench-save=main", "--bench-save-processes=2", *ARGS)
     result.assert_outcomes(passed=3, warnings=1)
     assert len(started()) == 4  # two, both died in b, both replaced for c
-    assert "test_work[b]: saved as measured in fewer fresh processes than asked: --bench-save-processes" in said(result)
+    assert (
+        "test_work[b]: saved as measured in 0 of 2 fresh processes: --bench-save-processes: fresh process 1 of 2 "
+        "exited with status 3; its output:" in said(result)
+    )
     saved = json.loads(path.read_text())["runs"][-1]["benchmarks"]
     assert [len(saved[f"test_kernels.py::test_work[{n}]"].get("confirm") or []) for n in "abc"] == [2, 0, 2]
+
+
+def test_a_save_whose_test_skips_in_the_fresh_processes_says_why_and_what_does_not_reach_them(pytester, monkeypatch):
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    monkeypatch.setenv("SKIP_FRESH", "1")
+    result = pytester.runpytest("--bench-save=main", "--bench-save-processes=2", "test_kernels.py::test_work[a]", *ARGS)
+    result.assert_outcomes(passed=1, warnings=1)
+    assert (
+        "saved as measured in 0 of 2 fresh processes: --bench-save-processes: fresh process 1 of 2: the test skipped "
+        "there: Skipped: need --runslow option to run; options given on this run's command line do not reach a fresh "
+        "process" in said(result)
+    )
 
 
 def test_a_test_that_fails_in_a_fresh_process_keeps_its_verdict_and_says_why(project, monkeypatch):
