@@ -177,15 +177,27 @@ def test_a_run_that_compares_and_saves_confirms_on_the_processes_it_saves(projec
     assert all(len(record["confirm"]) == 1 for record in saved.values())
 
 
-def test_a_save_whose_fresh_process_fails_is_saved_without_it_and_says_why(pytester, monkeypatch):
+@pytest.mark.parametrize(
+    "environment, why",
+    [
+        ("FAIL_FRESH", "the test failed there: AssertionError: fails in a fresh process"),
+        (
+            "SKIP_FRESH",  # (a conftest's --runslow: an option of the command line, which does not reach it)
+            "the test skipped there: Skipped: need --runslow option to run; options given on this run's command "
+            "line do not reach a fresh process",
+        ),
+    ],
+)
+def test_a_save_whose_fresh_processes_cannot_measure_it_is_saved_without_them_and_says_why(
+    pytester, monkeypatch, environment, why
+):
     pytester.makepyfile(test_kernels=WORKLOAD)
-    monkeypatch.setenv("FAIL_FRESH", "1")
-    result = pytester.runpytest("--bench-save=main", "--bench-save-processes=1", "test_kernels.py::test_work[a]", *ARGS)
+    monkeypatch.setenv(environment, "1")
+    result = pytester.runpytest("--bench-save=main", "--bench-save-processes=2", "test_kernels.py::test_work[a]", *ARGS)
     result.assert_outcomes(passed=1, warnings=1)
     assert (
-        "test_kernels.py::test_work[a]: saved as measured in 0 of 1 fresh processes: "
-        "--bench-save-processes: fresh process 1 of 1: the test failed there: AssertionError: fails in a fresh process"
-        in said(result)
+        "test_kernels.py::test_work[a]: saved as measured in 0 of 2 fresh processes: "
+        f"--bench-save-processes: fresh process 1 of 2: {why}" in said(result)
     )
     (path,) = (pytester.path / "baselines" / "main").glob("*.json")
     assert "confirm" not in json.loads(path.read_text())["runs"][0]["benchmarks"]["test_kernels.py::test_work[a]"]
@@ -224,18 +236,6 @@ def test_a_save_starts_its_fresh_processes_once_and_replaces_one_that_dies(pytes
     )
     saved = json.loads(path.read_text())["runs"][-1]["benchmarks"]
     assert [len(saved[f"test_kernels.py::test_work[{n}]"].get("confirm") or []) for n in "abc"] == [2, 0, 2]
-
-
-def test_a_save_whose_test_skips_in_the_fresh_processes_says_why_and_what_does_not_reach_them(pytester, monkeypatch):
-    pytester.makepyfile(test_kernels=WORKLOAD)
-    monkeypatch.setenv("SKIP_FRESH", "1")
-    result = pytester.runpytest("--bench-save=main", "--bench-save-processes=2", "test_kernels.py::test_work[a]", *ARGS)
-    result.assert_outcomes(passed=1, warnings=1)
-    assert (
-        "saved as measured in 0 of 2 fresh processes: --bench-save-processes: fresh process 1 of 2: the test skipped "
-        "there: Skipped: need --runslow option to run; options given on this run's command line do not reach a fresh "
-        "process" in said(result)
-    )
 
 
 def test_a_test_that_fails_in_a_fresh_process_keeps_its_verdict_and_says_why(project, monkeypatch):
