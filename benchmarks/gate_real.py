@@ -109,26 +109,47 @@ def sh(*args, cwd=None, env=None, check=True, timeout=1800):
     return subprocess.run(args, cwd=cwd, env=env, check=check, capture_output=True, text=True, timeout=timeout)
 
 
-def make_venv(folder: Path) -> Path:
+def make_venv(folder: Path, with_torch: bool = False) -> Path:
     python = folder / "venv" / "bin" / "python"
     if not python.exists():
         sh(sys.executable, "-m", "venv", str(folder / "venv"))
         sh(str(python), "-m", "pip", "install", "-q", "-e", str(REPO_ROOT), "pytest-benchmark")
+    if with_torch and sh(str(python), "-c", "import torch", check=False).returncode:
+        constraints = str(REPO_ROOT / "constraints.txt")  # the CPU build: no CUDA wheels
+        sh(str(python), "-m", "pip", "install", "-q", "-c", constraints, "torch", "numpy")
     return python
 
 
-def make_repo(folder: Path) -> Path:
+class WorkloadSet:
+    """The workloads a study measures: names, the two a slowed version slows, and the module's
+    text for a version (``scale``: workload -> factor of its work)."""
+
+    def __init__(self, names, slowed, module, needs_torch=False):
+        self.names, self.slowed, self.module, self.needs_torch = list(names), tuple(slowed), module, needs_torch
+
+    @classmethod
+    def named(cls, name: str) -> WorkloadSet:
+        if name == "heldout":
+            sys.path.insert(0, str(Path(__file__).parent))
+            import gate_heldout
+
+            return cls(gate_heldout.NAMES, gate_heldout.SLOWED, gate_heldout.MODULE.format, needs_torch=True)
+        return cls(WORKLOADS, SLOWED, lambda scale: WORKLOAD_MODULE.format(scale=scale, base=WORKLOADS))
+
+
+def make_repo(folder: Path, workloads: WorkloadSet | None = None) -> Path:
     repo = folder / "repo"
     shutil.rmtree(repo, ignore_errors=True)
     repo.mkdir()
     sh("git", "init", "-q", "-b", "main", cwd=repo)
-    names = list(WORKLOADS)
+    workloads = workloads or WorkloadSet.named("tuning")
+    names = workloads.names
     (repo / "test_ours.py").write_text(OURS.format(names=names))
     (repo / "test_theirs.py").write_text(THEIRS.format(names=names))
     (repo / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n.benchmarks/\nbaselines/\n")
     for tag, factor in VERSIONS.items():
-        scale = {name: factor for name in SLOWED} if factor != 1.0 else {}
-        (repo / "workloads.py").write_text(WORKLOAD_MODULE.format(scale=scale, base=WORKLOADS))
+        scale = {name: factor for name in workloads.slowed} if factor != 1.0 else {}
+        (repo / "workloads.py").write_text(workloads.module(scale=scale))
         sh("git", "add", "-A", cwd=repo)
         sh("git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", tag, "--allow-empty", cwd=repo)
         sh("git", "tag", tag, cwd=repo)
@@ -220,6 +241,13 @@ def theirs(python, repo, out: Path, saved: dict[str, float]) -> dict[str, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5, help="candidate runs per version, mode and condition")
+    parser.add_argument(
+        "--set",
+        choices=("tuning", "heldout"),
+        default="tuning",
+        help="the workloads: tuning (six pure-Python ones, those the gate was shaped on) or heldout "
+        "(benchmarks/gate_heldout.py: torch, numpy and the standard library, never tuned on)",
+    )
     parser.add_argument("--conditions", default="quiet,loaded")
     parser.add_argument(
         "--modes",
@@ -253,8 +281,9 @@ def main() -> int:
     )
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
-    python = args.python.absolute() if args.python else make_venv(args.work)  # (absolute: runs elsewhere)
-    repo = make_repo(args.work)
+    workloads = WorkloadSet.named(args.set)
+    python = args.python.absolute() if args.python else make_venv(args.work, workloads.needs_torch)
+    repo = make_repo(args.work, workloads)
     budget = ["--bench-max-time=0.2", "--bench-warmup=0.02"] if args.quick else []
     modes = args.modes.split(",")
     outcomes = []  # (condition, mode, version, workload, status)
@@ -312,9 +341,9 @@ def main() -> int:
 
     if args.keep:
         shutil.copytree(repo / "baselines", args.keep / "baselines", dirs_exist_ok=True)
-    report(outcomes, args)
+    report(outcomes, args, workloads.slowed)
     costs = ", ".join(f"{mode} {sum(v) / len(v):.0f} s" for mode, v in seconds.items())
-    print(f"\nmean wall time of a candidate run (6 benchmarks, pytest start-up included): {costs}")
+    print(f"\nmean wall time of a candidate run ({len(workloads.names)} benchmarks, pytest start-up included): {costs}")
     if save_seconds:
         print(f"wall time of each baseline save (history mode): {', '.join(f'{s:.0f} s' for s in save_seconds)}")
     if args.json:
@@ -322,10 +351,10 @@ def main() -> int:
     return 0
 
 
-def report(outcomes, args) -> None:
+def report(outcomes, args, slowed_names=SLOWED) -> None:
     table = defaultdict(lambda: defaultdict(int))
     for condition, mode, version, workload, status in outcomes:
-        slowed = version != "v0" and workload in SLOWED
+        slowed = version != "v0" and workload in slowed_names
         key = (condition, mode)
         if workload == SUITE:
             table[key]["runs"] += 1
@@ -340,7 +369,8 @@ def report(outcomes, args) -> None:
             table[key]["inconclusive_unchanged"] += status == "INCONCLUSIVE"
     print(
         f"\nmachine: {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, Python "
-        f"{platform.python_version()}; {args.reps} candidate run(s) per version, mode and condition; "
+        f"{platform.python_version()}; workloads: {getattr(args, 'set', 'tuning')}; {args.reps} candidate run(s) "
+        "per version, mode and condition; "
         f"loaded = {args.load} busy process(es) ({getattr(args, 'load_kind', 'spin')}); baselines recorded quiet"
     )
     print(
