@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_tesserabench import files
 from pytest_tesserabench.options import parse_name
-from pytest_tesserabench.results import SCHEMA, DocumentError, RunDocument
+from pytest_tesserabench.results import SCHEMA, DocumentError, RunDocument, fresh_runs, with_processes
 
 DEFAULT_HISTORY = 10
 LOCK_TIMEOUT_S = 60
@@ -178,8 +178,6 @@ def outlying(run: RunDocument, earlier: list[RunDocument]) -> list[tuple[str, fl
     measured it: the earlier runs' and their fresh processes (--bench-save-processes), and this
     run's fresh ones. (Of the earlier runs alone, one busy save among two made the next, quiet
     save read as the outlier.)"""
-    from pytest_tesserabench.confirm import fresh_runs, with_processes
-
     others = [*with_processes(earlier), *fresh_runs(run)]
     out = []
     for bench_id, record in sorted(run.benchmarks.items()):

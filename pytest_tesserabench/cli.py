@@ -76,13 +76,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = sub.add_parser(
         "show",
-        help="list the runs recorded in a baseline",
-        description="List the runs of baseline NAME, one table per machine.",
+        help="list the runs recorded in a baseline, and the slowdowns the gate can catch against it",
+        description="List the runs of baseline NAME, one table per machine, and per benchmark the smallest "
+        "slowdown the gate catches against it (at its false-alarm rate, with 90%% probability, for a run measured "
+        "as quietly as the baseline's).",
     )
     show.add_argument("name", type=_name, help="the baseline name given to --bench-save")
     show.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
     show.add_argument("--machine", metavar="KEY", help="only this machine key (default: every machine)")
     show.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
+    show.add_argument(
+        "--threshold", type=_percent, default=0.05, metavar="PCT", help="the threshold to hold them to (default 5)"
+    )
+    show.add_argument("--alpha", type=_alpha, default=0.01, help="suite-wide false-alarm rate (default 0.01)")
 
     scaling = sub.add_parser(
         "scaling",
@@ -203,8 +209,42 @@ def _show(args: argparse.Namespace, out, err) -> int:
         for row in rows:
             table.add_row(*(row[c] for c in kept))
         console.print(table)
+        _print_detectable(console, data.runs, args)
     out.write(buffer.getvalue())
     return EXIT_OK
+
+
+def _print_detectable(console, runs, args: argparse.Namespace) -> None:
+    """Per benchmark, the smallest slowdown the gate catches against these runs (gate.pipeline
+    History.detectable), and whether that is above the threshold."""
+    from rich import box
+    from rich.table import Table
+
+    from pytest_tesserabench.gate import GateConfig
+    from pytest_tesserabench.gate.pipeline import History
+
+    config = GateConfig(alpha=args.alpha, threshold=args.threshold)
+    detectable = History.of(runs, config).detectable()
+    if not detectable:
+        return
+    above = sum(1 for d in detectable.values() if d > args.threshold)
+    title = (
+        f"what the gate can catch against it: the smallest slowdown caught with {config.power:.0%} probability "
+        f"at alpha {args.alpha:g} (3 processes: this run's and --bench-confirm's 2), threshold {args.threshold:.0%}"
+    )
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table.add_column("benchmark", overflow="fold")
+    table.add_column("catches", justify="right")
+    table.add_column("", no_wrap=True)
+    for bench_id, size in sorted(detectable.items()):
+        table.add_row(bench_id, f"{size:.1%}", "above the threshold" if size > args.threshold else "")
+    console.print(table)
+    if above:
+        console.print(
+            f"{above} of {len(detectable)} benchmark(s) cannot be judged at {args.threshold:.0%} on this machine: "
+            "their comparisons will end INCONCLUSIVE unless they move more. More saves, a quieter runner, or "
+            "--bench-ab=REF (both sides in one job) would let the gate see smaller changes."
+        )
 
 
 def _started(started: str | None) -> str:

@@ -63,11 +63,19 @@ class BaselineComparison:
 
     # -- the rule's inputs -------------------------------------------------------------------------
     @functools.cached_property
+    def history(self):
+        """The gate's view of the baseline (gate.pipeline.History): its runs and processes, the
+        run-effect model and the drift priors, computed once per session."""
+        from pytest_tesserabench.gate import GateConfig
+        from pytest_tesserabench.gate.pipeline import History
+
+        config = GateConfig(alpha=self.settings.alpha, threshold=self.settings.threshold)
+        return History.of(self.baseline.runs, config, timings=self.same_machine)
+
+    @property
     def runs(self) -> list[RunDocument]:
         """The runs the gate reads: each saved run and the fresh processes it was measured in too."""
-        from pytest_tesserabench.confirm import with_processes
-
-        return with_processes(self.baseline.runs)
+        return self.history.runs
 
     @property
     def path(self) -> Path | None:
@@ -86,34 +94,6 @@ class BaselineComparison:
         return f"{self.settings.compare} ({self.path}, {runs} run(s){measured}; {what})"
 
     @functools.cached_property
-    def config(self):
-        from pytest_tesserabench import gate
-
-        return gate.GateConfig(
-            alpha=self.settings.alpha,
-            threshold=self.settings.threshold,
-            normalize_by_canary=self.settings.canary_normalize,
-        )
-
-    @functools.cached_property
-    def model(self):
-        """The run-effect model of the baseline (run_effect.BaselineModel), or None with fewer than
-        run_effect.MIN_BENCHMARKS benchmarks (or another machine's baseline)."""
-        from pytest_tesserabench import run_effect
-
-        if not self.same_machine:
-            return None
-        return run_effect.fit_baseline(self.runs)
-
-    @functools.cached_property
-    def priors(self) -> dict[str, float]:
-        """The gate's per-benchmark drift priors: a function of the baseline alone, so computed
-        once per session rather than once per test."""
-        from pytest_tesserabench import gate
-
-        return gate.baseline_priors(self.runs, self.config.between_run_floor, self.model)
-
-    @functools.cached_property
     def tests(self) -> dict[str, str]:
         """Record id -> the node id of its test, for every benchmark of the baseline."""
         return {i: r.nodeid for run in self.runs for i, r in run.benchmarks.items()}
@@ -126,35 +106,30 @@ class BaselineComparison:
     # -- verdicts ----------------------------------------------------------------------------------
     def judge(
         self,
-        candidate: RunDocument,
+        records: list[BenchRecord],
         thresholds: dict[str, float],
         measured: dict[str, float],
         canary: float | None,
-        more: list[RunDocument] = (),
+        *,
+        measure_again=None,
+        machine: dict | None = None,
     ) -> dict[str, Verdict]:
-        """Verdicts for one test's records (the candidate run) against the baseline. ``measured``:
-        the log centres of every benchmark this process measured so far (this test's included),
-        from which the run's shared shift is estimated; ``canary``: this run's log canary;
-        ``more``: the same records measured in fresh processes (confirm.py), judged with this
-        one as one run measured in several processes (gate.compare_runs), under the same shift."""
-        from pytest_tesserabench import gate, run_effect
+        """Verdicts for one test's records against the baseline (gate.pipeline.judge_test).
+        ``measured``: the log centres of every benchmark this process measured so far (this test's
+        included), from which the run's shared shift is estimated; ``canary``: this run's log
+        canary; ``measure_again``: measures records again in fresh processes (confirm.py)."""
+        from pytest_tesserabench.gate.pipeline import judge_test
 
-        shifts = None
-        if self.model is not None:
-            shifts = {i: run_effect.candidate_shift(self.model, measured, i, canary) for i in candidate.benchmarks}
-        verdicts = gate.compare_runs(
-            [candidate, *more],
-            self.runs,
-            self.config,
-            n_compared=max(self.n_compared, len(candidate.benchmarks)),
+        history = self.history
+        return judge_test(
+            history,
+            records,
+            m=max(self.n_compared, len(records)),
             thresholds=thresholds,
-            priors=self.priors,
-            timings=self.same_machine,
-            model=self.model,
-            shifts=shifts,
-            processes_of_one_run=bool(more),
+            shifts={r.id: history.shift(r.id, measured, canary) for r in records},
+            measure_again=measure_again,
+            machine=machine or {},
         )
-        return {i: v for i, v in verdicts.items() if i in candidate.benchmarks}
 
     def missing(self, records: dict[str, BenchRecord], ran: set[str]) -> dict[str, Verdict]:
         """MISSING verdicts: baseline benchmarks whose test ran without measuring them."""
@@ -167,15 +142,9 @@ class BaselineComparison:
         }
 
     def suite_shift(self, records, canary: float | None):
-        """The whole run's shift (run_effect.SuiteShift) from this run's ``records``, or None when
+        """The whole run's shift (gate.model.SuiteShift) from this run's ``records``, or None when
         the model does not apply."""
-        from pytest_tesserabench import run_effect
-
-        if self.model is None:
-            return None
-        return run_effect.records_suite_shift(
-            self.model, records, canary, self.runs, threshold=self.settings.threshold, alpha=self.settings.alpha
-        )
+        return self.history.suite_shift(records, canary)
 
     def not_run(self, ran: set[str]) -> int:
         """Baseline benchmarks whose tests did not run at all (deselected, or deleted)."""

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -52,11 +51,8 @@ class Bench:
         self.enabled = settings.enabled
         self.extra_info: dict[str, Any] = {}
         self.records: dict[str | None, BenchRecord] = {}  # label (None for the unlabelled call) -> record
-        self._results: dict[int, str | None] = {}
+        self._results: dict[int, str | None] = {}  # id(returned object) -> label, for check_accuracy
         self._names: set[str | None] = set()  # the calls made so far (each needs its own name)
-        self._resumable: dict[
-            str | None, tuple
-        ] = {}  # label -> (timer, measurement), for settling  # id(returned object) -> label, for check_accuracy
 
     # -- measuring -------------------------------------------------------------------------
     def __call__(
@@ -161,31 +157,7 @@ class Bench:
             record.trace = str(path)
         self.records[name] = record
         self._results[id(result)] = name
-        if ab is None and instruments.ranks.size == 1:  # more rounds can settle a history verdict
-            self._resumable[name] = (timer, measurement)
         return result
-
-    def settle(self, record: BenchRecord, seconds: float) -> bool:
-        """Measure ``record`` ``seconds`` more (its rounds grow; everything derived from them is
-        recomputed). False when it cannot be resumed (an A/B or distributed measurement)."""
-        from pytest_tesserabench import sampling
-
-        resumable = self._resumable.get(record.name)
-        if resumable is None:
-            return False
-        timer, measurement = resumable
-        plan = sampling.Plan(measurement.samples_per_round, measurement.warmup_calls, measurement.inner_loops)
-        with self._instruments.measurement_lock():
-            deadline = time.perf_counter() + seconds
-            while time.perf_counter() < deadline and len(measurement.rounds_ms) < sampling.MAX_ROUNDS:
-                sampling.take_round(timer, plan, measurement)
-                if measurement.pass_rounds:  # measured in passes: settling extends the last one
-                    measurement.pass_rounds[-1] += 1
-        fresh = self._record(record.name, measurement, record.flops, record.bytes, record.dtype)
-        record.rounds_ms, record.samples_ms, record.stats = fresh.rounds_ms, fresh.samples_ms, fresh.stats
-        record.tflops, record.gbps, record.roofline = fresh.tflops, fresh.gbps, fresh.roofline
-        record.sampling = fresh.sampling
-        return True
 
     def _record(self, name, m, flops, nbytes, storage: str | None) -> BenchRecord:
         # No rounds: a reference-side call the candidate never paired (--bench-ab).

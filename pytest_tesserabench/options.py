@@ -116,6 +116,15 @@ def _interpret(text: str) -> str:
     return text
 
 
+UNRESOLVED = ("warn", "fail")
+
+
+def _unresolved(text: str) -> str:
+    if text not in UNRESOLVED:
+        raise ValueError("must be warn (an INCONCLUSIVE benchmark passes with a warning) or fail (it fails its test)")
+    return text
+
+
 DIST_BACKENDS = ("auto", "gloo", "nccl")
 
 
@@ -352,16 +361,24 @@ OPTIONS: tuple[Option, ...] = (
     ),
     _option(
         "bench_settle_time",
-        "seconds of extra measuring an undecided (INCONCLUSIVE) benchmark may take to settle its verdict (default 2)",
+        "with --bench-ab: seconds of extra A/B pairs an undecided benchmark may take to settle its verdict (default 2)",
         parse_settle_time,
         "S",
     ),
     _option(
         "bench_confirm",
-        "with --bench-compare: before a benchmark fails, measure it again in N fresh processes and "
-        "judge them together, so that one process's own bias cannot fail it (default 2; 0: never)",
+        "with --bench-compare: before a benchmark fails, or when it is undecided past its threshold, "
+        "measure it again in N fresh processes and judge them together, so that one process's own bias "
+        "cannot fail it (default 2; 0: never)",
         parse_confirm,
         "N",
+    ),
+    _option(
+        "bench_unresolved",
+        "with --bench-compare: what an INCONCLUSIVE benchmark (the run could not judge it at its threshold) "
+        "does: warn (default) or fail its test",
+        _unresolved,
+        "warn|fail",
     ),
     _option(
         "bench_save_processes",
@@ -433,7 +450,6 @@ AB_SERVE = Option(
 INI_ONLY: tuple[Option, ...] = (
     Option("bench_history", "", "baseline runs kept per machine (default 10)", parse_count),
     Option("bench_alpha", "", "suite-wide false-alarm rate of the gate (default 0.01)", parse_fraction),
-    Option("bench_canary_normalize", "", "divide comparisons by the canary's drift (default false)", _bool),
     Option(
         "bench_github_summary",
         "",
@@ -468,13 +484,13 @@ class Settings:
     ab: str | None = None
     ab_processes: int = 8
     settle_time: float = 2.0
+    unresolved: str = "warn"  # what an INCONCLUSIVE verdict does in history mode: warn or fail its test
     confirm: int = 2  # fresh processes that measure a benchmark about to fail again (history mode; confirm.py)
     save_processes: int = 2  # fresh processes that measure every benchmark of a --bench-save run too
     passes: int | None = None  # None: auto (passes.planned)
     ab_serve: str | None = None
     history: int = 10
     alpha: float = 0.01
-    canary_normalize: bool = False
     html_path: Path | None = None
     md_path: Path | None = None
     csv_path: Path | None = None
@@ -525,13 +541,13 @@ _FIELD = {
     "bench_ab": "ab",
     "bench_ab_processes": "ab_processes",
     "bench_settle_time": "settle_time",
+    "bench_unresolved": "unresolved",
     "bench_confirm": "confirm",
     "bench_save_processes": "save_processes",
     "bench_passes": "passes",
     "bench_ab_serve": "ab_serve",
     "bench_history": "history",
     "bench_alpha": "alpha",
-    "bench_canary_normalize": "canary_normalize",
     "bench_html": "html_path",
     "bench_md": "md_path",
     "bench_csv": "csv_path",

@@ -55,6 +55,18 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                 say(f"tesserabench: saved {saved} benchmark(s) to {path}{left_out}")
             else:
                 say(f"tesserabench: nothing saved to {path}: no passing benchmark")
+            undetectable, timed = state.undetectable(path) if saved else ({}, 0)
+            if undetectable:
+                worst = sorted(undetectable.items(), key=lambda item: -item[1])
+                named = ", ".join(f"{bench_id} ({size:.0%})" for bench_id, size in worst[:5])
+                more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
+                say(
+                    f"tesserabench: on this machine the gate can catch slowdowns of {settings.threshold:.0%} in "
+                    f"{timed - len(worst)} of {timed} timed benchmark(s); not in {named}{more} "
+                    "(the smallest it catches: their comparisons end INCONCLUSIVE below that). More saves, a "
+                    f"quieter runner, or --bench-ab=REF; `tesserabench show {settings.save}` lists them all",
+                    yellow=True,
+                )
             for bench_id, now, typical in outlying:
                 say(
                     f"tesserabench: {bench_id}: {format_ms(now)} in this run, {now / typical:.2g}x the median of the "

@@ -8,7 +8,7 @@ every benchmark) cannot remove them, and they read as drift between runs of each
 own. Measured in passes, every benchmark sees the same mixture of the run's states; the shift is
 then shared, and what is left is the benchmark's own. A stretch that catches some passes of a
 benchmark is left out by the gate's centre of the run, the lowest of the passes' centres
-(gate.record_summary). On the CI VM, whose speed steps every 1-3 s, the same kept runs of five
+(gate.centres.record_summary). On the CI VM, whose speed steps every 1-3 s, the same kept runs of five
 gate runs judged by that centre caught +10% slowdowns 40/40 (29/40 by the median of the passes,
 17/40 by their mean); docs/gate.md, "Interleaved passes", has every figure.
 

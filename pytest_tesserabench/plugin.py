@@ -191,16 +191,6 @@ def _interrupt_on_sigterm():
     return signal.signal(signal.SIGTERM, interrupt)
 
 
-SETTLE_NARROWING = 0.9  # a settling chunk must narrow the interval by 10% to earn the next
-
-
-def _ci_width(verdict) -> float:
-    import math
-
-    low, high = verdict.ci if verdict.ci else (None, None)
-    return math.log(high / low) if low and high and low > 0 else math.inf
-
-
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -510,19 +500,22 @@ class SessionHooks:
         if not fixture.records:
             return result
         records = list(fixture.records.values())
-        verdicts = self._settle(fixture, records, self.state.judge(records, fixture.threshold))
-        verdicts = self._confirm(item, records, verdicts, fixture.threshold)
+        saved = self._measure_for_save(item, records)
+        verdicts = self.state.judge(records, fixture.threshold, self._measure_again(item, saved))
         failures = []
+        unresolved_fails = self.state.settings.unresolved == "fail" and self.state.comparison is not None
         for record in records:
             verdict = verdicts.get(record.id)
             if verdict is None:
                 continue
             record.verdict = verdict  # the one place a verdict is written
             # The test's own id heads its failure already: only a labelled call names itself.
-            said = _with_shift(verdict)
+            said = verdict.line()
             line = said if record.name is None else f"[{record.name}] {said}"
             if verdict.failed:
                 failures.append(line)
+            elif verdict.status == "INCONCLUSIVE" and unresolved_fails:
+                failures.append(f"{line}. To settle it: {verdict.hint()} (--bench-unresolved=fail)")
             elif verdict.status == "INCONCLUSIVE":
                 item.warn(pytest.PytestWarning(f"{record.id}: {said}. To settle it: {verdict.hint()}"))
         from pytest_tesserabench.report.junit import properties
@@ -543,110 +536,79 @@ class SessionHooks:
             return
         if self.state.comparison is None:
             return
-        from pytest_tesserabench.gate import passes_centre
+        from pytest_tesserabench.gate.centres import passes_centre
 
         for record in fixture.records.values():
             # every earlier pass so far, combined as the gate combines passes (and as
-            # gate.earlier_passes_centre reads them back from the file)
+            # gate.centres.earlier_passes_centre reads them back from the file)
             earlier = self.state.passes.earlier.get((item.nodeid, record.name), [])
             centre = passes_centre([m.rounds_ms for m in earlier])
             if centre is not None:
                 self.state.measured[record.id] = centre
 
-    def _settle(self, fixture, records, verdicts):
-        """History mode: an INCONCLUSIVE benchmark is measured more, a chunk at a time, until its
-        verdict is decided or --bench-settle-time is spent (A/B settles inside its pairs)."""
-        from dataclasses import replace
-
-        settle_time = self.state.settings.settle_time
-        if self.state.comparison is None or settle_time <= 0:
-            return verdicts
-        chunk = max(settle_time / 4, 0.05)
-        for record in records:
-            spent, narrowing = 0.0, True
-            while verdicts.get(record.id) is not None and verdicts[record.id].status == "INCONCLUSIVE":
-                if spent >= settle_time or not narrowing or not fixture.settle(record, chunk):
-                    break
-                spent += chunk
-                before = _ci_width(verdicts[record.id])
-                verdicts.update(self.state.judge([record], fixture.threshold))
-                # More rounds shrink only the within-run part: once drift between runs dominates,
-                # measuring on does not decide anything (stop within a chunk of seeing it)
-                narrowing = _ci_width(verdicts[record.id]) < SETTLE_NARROWING * before
-            if spent:
-                record.sampling = replace(record.sampling, settle_s=spent)
-                verdict = verdicts[record.id]
-                outcome = "decided" if verdict.status != "INCONCLUSIVE" else "still undecided"
-                if verdict.status == "INCONCLUSIVE" and not narrowing:
-                    outcome += " (more rounds no longer narrow it: the drift between runs dominates)"
-                verdicts[record.id] = replace(
-                    verdict, notes=(*verdict.notes, f"settled: {spent:.1f} s more, {outcome}")
-                )
-        return verdicts
-
-    def _confirm(self, item: pytest.Item, records, verdicts, threshold: float):
-        """History mode: a benchmark about to fail on its timing is measured again in
-        --bench-confirm fresh processes and judged on all of them (confirm.py says why). With
-        --bench-save, every benchmark is measured in --bench-save-processes fresh processes, which
-        the baseline keeps (confirm.py, "A baseline measured in several processes"); a benchmark
-        about to fail is then judged on those."""
-        from dataclasses import replace
-
+    def _measure_for_save(self, item: pytest.Item, records):
+        """With --bench-save: every gated benchmark measured in --bench-save-processes fresh
+        processes too, which the baseline keeps (confirm.py, "A baseline measured in several
+        processes"); the records keep them (BenchRecord.confirm). The processes, or None."""
         state = self.state
-        if state.ab is not None or state.instruments.ranks.size > 1:
-            return verdicts
-        from pytest_tesserabench import confirm
-        from pytest_tesserabench.gate import gated_timing
+        if state.settings.save is None or state.settings.save_processes <= 0 or state.ab is not None:
+            return None
+        if state.instruments.ranks.size > 1:
+            return None
+        from pytest_tesserabench.gate.centres import gated_timing
 
-        saving = state.settings.save is not None and state.settings.save_processes > 0
-        comparing = state.comparison is not None and state.settings.confirm > 0
-        suspects = confirm.suspects(records, verdicts) if comparing else []
         # (timings the gate never compares, the interpreter's, are not worth a process each)
-        measured = [r for r in records if gated_timing(r)] if saving else suspects
+        measured = [r for r in records if gated_timing(r)]
         if not measured:
-            return verdicts
-        inifile = ["-c", str(item.config.inipath)] if item.config.inipath else []
-        # Held throughout: under xdist no other worker measures while the fresh processes do.
-        with state.instruments.measurement_lock():
-            if saving:
-                confirmation = self._save_processes(item, inifile).measure(measured, state.instruments.local_canary)
-            else:
-                confirmation = confirm.confirm(
-                    measured,
+            return None
+        with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
+            processes = self._save_processes(item, _inifile(item)).measure(measured, state.instruments.local_canary)
+        _keep_processes(measured, processes)
+        if processes.problem:
+            item.warn(
+                pytest.PytestWarning(
+                    f"{item.nodeid}: saved as measured in {len(processes.measured)} of "
+                    f"{state.settings.save_processes} fresh processes: {processes.problem}"
+                )
+            )
+        return processes
+
+    def _measure_again(self, item: pytest.Item, saved):
+        """History mode's stage 4 (gate.pipeline): measures a test's records again in fresh
+        processes, or hands over those a save measured them in already; None when not comparing,
+        under A/B, across ranks, or with --bench-confirm=0 and nothing saved."""
+        state = self.state
+        if state.comparison is None or state.ab is not None or state.instruments.ranks.size > 1:
+            return None
+        if saved is not None:
+            from pytest_tesserabench.gate.pipeline import Processes
+
+            return lambda again: Processes(
+                [{r.id: p[r.id] for r in again if r.id in p} for p in saved.measured],
+                saved.seconds,
+                saved.problem,
+                "fresh process(es) of this save",
+            )
+        if state.settings.confirm <= 0:
+            return None
+
+        def measure_again(again):
+            from pytest_tesserabench import confirm
+
+            with state.instruments.measurement_lock():
+                processes = confirm.confirm(
+                    again,
                     processes=state.settings.confirm,
                     settings=state.settings,
                     rootdir=state.context.rootdir,
                     cache_dir=state.instruments.cache_dir,
-                    extra_args=inifile,
+                    extra_args=_inifile(item),
                     canary=state.instruments.local_canary,
                 )
-        for record in measured:
-            record.confirm = [confirm.as_json(p[record.id]) for p in confirmation.processes if record.id in p] or None
-            if record.sampling is not None:
-                record.sampling = replace(record.sampling, confirm_s=confirmation.seconds / len(measured))
-        if saving and confirmation.problem:
-            item.warn(
-                pytest.PytestWarning(
-                    f"{item.nodeid}: saved as measured in {len(confirmation.processes)} of "
-                    f"{state.settings.save_processes} fresh processes: {confirmation.problem}"
-                )
-            )
-        verdicts = dict(verdicts)
-        if not confirmation.processes:
-            for record in suspects:
-                verdict = verdicts[record.id]
-                verdicts[record.id] = replace(
-                    verdict, notes=(*verdict.notes, f"not measured again: {confirmation.problem}")
-                )
-            return verdicts
-        if not suspects:
-            return verdicts
-        more = [[p[r.id] for r in suspects if r.id in p] for p in confirmation.processes]
-        again = state.judge(suspects, threshold, more=more)
-        for record in suspects:
-            first = verdicts[record.id]
-            verdicts[record.id] = confirm.revised(first, again.get(record.id, first), record, confirmation, threshold)
-        return verdicts
+            _keep_processes(again, processes)
+            return processes
+
+        return measure_again
 
     def _save_processes(self, item: pytest.Item, extra_args: list[str]):
         """The saving run's fresh processes (confirm.SaveProcesses), made at the first test that
@@ -792,13 +754,21 @@ class SessionHooks:
         config.pluginmanager.unregister(self, self.NAME)
 
 
-def _with_shift(verdict) -> str:
-    """The verdict's line, and the run's shared shift when one was removed: without it the change
-    reads as a contradiction of the two times beside it (592 us -> 755 us, +0.0%)."""
-    from pytest_tesserabench.gate import SHIFT_NOTE
+def _inifile(item: pytest.Item) -> list[str]:
+    """The ini file this run read, for a fresh process to read it too."""
+    return ["-c", str(item.config.inipath)] if item.config.inipath else []
 
-    shift = next((note for note in verdict.notes if note.startswith(SHIFT_NOTE)), None)
-    return f"{verdict.line()} ({shift})" if shift else verdict.line()
+
+def _keep_processes(records, processes) -> None:
+    """The run file keeps what fresh processes measured of each record (BenchRecord.confirm)."""
+    from dataclasses import replace
+
+    from pytest_tesserabench.confirm import as_json
+
+    for record in records:
+        record.confirm = [as_json(p[record.id]) for p in processes.measured if record.id in p] or None
+        if record.sampling is not None:
+            record.sampling = replace(record.sampling, confirm_s=processes.seconds / len(records))
 
 
 def _record_id(data: dict) -> str:

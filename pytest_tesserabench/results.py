@@ -323,6 +323,12 @@ class Verdict:
     history: int = 0  # baseline runs that measured this benchmark
     alpha_per_test: float | None = None  # alpha / m
     hint_text: str | None = None  # what would settle an INCONCLUSIVE verdict
+    # What set the status: "rule", "shift" (the run's shared shift dominated), "processes" (they
+    # disagreed), "conditions", "kernel figures", "untimed", "paired", "roofline", "missing"
+    stage: str | None = None
+    detectable: float | None = None  # the smallest slowdown this comparison could catch (relative)
+    shift: float | None = None  # the run's shared shift removed from the change (relative)
+    processes: int = 1  # the candidate's processes judged (this run's and fresh ones measured again)
 
     def __post_init__(self) -> None:
         if self.status not in STATUSES:
@@ -354,6 +360,11 @@ class Verdict:
                 parts.append(f"p={self.p_value:.2g}")  # (the p-value is for "slower")
             if self.threshold is not None:
                 parts.append(f"threshold {_pct(1 + self.threshold).lstrip('+')}")
+            if self.status == "INCONCLUSIVE" and self.detectable is not None and self.threshold is not None:
+                if self.detectable > self.threshold:
+                    parts.append(f"could detect {_pct(1 + self.detectable).lstrip('+')} or more")
+            if self.shift is not None and abs(self.shift) >= 0.01:
+                parts.append(f"this run's shared shift {_pct(1 + self.shift)} removed")
         text = ", ".join(parts)
         extra = list(self.reasons) or ([] if self.ratio is not None else list(self.notes[:1]))
         if extra:
@@ -403,6 +414,10 @@ class Verdict:
             history=_count(data.get("history", 0), f"{where}.history"),
             alpha_per_test=_number(data.get("alpha_per_test"), f"{where}.alpha_per_test", low=0.0, high=1.0),
             hint_text=_text(data.get("hint_text"), f"{where}.hint_text", nullable=True),
+            stage=_text(data.get("stage"), f"{where}.stage", nullable=True),
+            detectable=_number(data.get("detectable"), f"{where}.detectable", low=0.0),
+            shift=_number(data.get("shift"), f"{where}.shift", low=-1.0),
+            processes=_count(data.get("processes", 1), f"{where}.processes"),
         )
 
 
@@ -684,7 +699,7 @@ class RunDocument:
         kernels reduced to what identifies them and the figures the gate compares (compile times and
         instruction mixes change a committed file at every save without saying anything a review
         needs). The fresh processes a record was measured in stay (``confirm``: with --bench-save,
-        every benchmark's; confirm.with_processes reads them as runs of the history)."""
+        every benchmark's; with_processes reads them as runs of the history)."""
         benchmarks = {
             i: replace(r, samples_ms=[], verdict=None, ab=None, kernels=[_baseline_kernel(k) for k in r.kernels])
             for i, r in self.benchmarks.items()
@@ -718,3 +733,46 @@ class RunDocument:
             measured_order=list(order),
             other=_extra_keys(data, known, where),
         )
+
+
+# -- the processes a run was measured in ----------------------------------------------------------
+def fresh_records(record: BenchRecord) -> list[BenchRecord]:
+    """The fresh processes a run file kept for ``record`` (BenchRecord.confirm), as records."""
+    rebuilt = []
+    for process in record.confirm or []:
+        rounds, passes = list(process.get("rounds_ms", [])), tuple(process.get("pass_rounds", []))
+        sampling = replace(record.sampling or Sampling(), passes=max(len(passes), 1), pass_rounds=passes)
+        rebuilt.append(
+            replace(
+                record,
+                rounds_ms=rounds,
+                samples_ms=[],
+                stats=Stats.of(rounds) if rounds else None,
+                sampling=sampling,
+                canary_ms=process.get("canary_ms"),
+                confirm=None,
+                verdict=None,
+            )
+        )
+    return rebuilt
+
+
+def fresh_runs(candidate: RunDocument) -> list[RunDocument]:
+    """The fresh processes a run file kept, as runs (the k-th process of every benchmark that
+    was measured again), to judge the file again as the plugin judged it."""
+    fresh = {i: fresh_records(r) for i, r in candidate.benchmarks.items() if r.confirm}
+    count = max((len(records) for records in fresh.values()), default=0)
+    return [
+        replace(
+            candidate,
+            benchmarks={i: records[k] for i, records in fresh.items() if k < len(records)},
+            measured_order=[],
+        )
+        for k in range(count)
+    ]
+
+
+def with_processes(runs: list[RunDocument]) -> list[RunDocument]:
+    """A baseline's runs as the gate reads them: each saved run, then the fresh processes it was
+    measured in too (--bench-save-processes), each as a run of its own."""
+    return [each for run in runs for each in (run, *fresh_runs(run))]

@@ -40,7 +40,7 @@ class BenchSession:
         self.ab_missing: dict[str, Verdict] = {}  # calls the reference made and the candidate did not
         self.ab_missing_records: dict[str, BenchRecord] = {}  # their stand-ins, for the reports' groups
         self.measured: dict[str, float] = {}  # id -> log centre, of what this process measured
-        self.suite = None  # run_effect.SuiteShift of the whole run (controller, at the end)
+        self.suite = None  # gate.model.SuiteShift of the whole run (controller, at the end)
         self.status = None  # report.progress.StatusLine while measuring on a terminal
         self.save_processes = None  # confirm.SaveProcesses of a run that saves (--bench-save-processes)
 
@@ -67,40 +67,30 @@ class BenchSession:
         return self.comparison is not None or self.settings.ab is not None
 
     # -- judging -----------------------------------------------------------------------------------
-    def judge(
-        self, records: list[BenchRecord], threshold: float, more: list[list[BenchRecord]] = ()
-    ) -> dict[str, Verdict]:
+    def judge(self, records: list[BenchRecord], threshold: float, measure_again=None) -> dict[str, Verdict]:
         """Verdicts for one test's records: IMPOSSIBLE where the throughput beats the device's
-        roofline, else the gate's against the baseline or, with --bench-ab, the reference.
-        ``more``: the same benchmarks measured again in fresh processes (--bench-confirm), judged
-        with this process's as one run measured in several processes (gate.compare_runs)."""
+        roofline, else the gate's against the baseline (gate.pipeline; ``measure_again`` measures
+        a benchmark again in fresh processes) or, with --bench-ab, against the reference."""
         verdicts: dict[str, Verdict] = {}
         if self.settings.ab is not None:
             from pytest_tesserabench.ab.verdicts import ab_verdicts
 
             verdicts = ab_verdicts(records, threshold, machine=self.context.machine_info)
         elif self.comparison is not None:
-            from pytest_tesserabench.gate import log_centre
+            from pytest_tesserabench.gate.centres import log_centre
 
             for record in records:
                 centre = log_centre(record)
                 if centre is not None:
                     self.measured[record.id] = centre
-            candidate = self.context.document({r.id: r for r in records}, with_commit=False)
-            again = [self.context.document({r.id: r for r in run}, with_commit=False) for run in more]
             verdicts = self.comparison.judge(
-                candidate, {r.id: threshold for r in records}, self.measured, self.context.log_canary(), more=again
+                records,
+                {r.id: threshold for r in records},
+                self.measured,
+                self.context.log_canary(),
+                measure_again=measure_again,
+                machine=self.context.machine_info,
             )
-        from pytest_tesserabench import run_conditions
-
-        verdicts = run_conditions.review(
-            records,
-            verdicts,
-            start_canary_ms=run_conditions.start_samples(self.context.canary_ms),
-            threshold=threshold,
-            baseline_runs=self.comparison.runs if self.comparison is not None else None,
-            more=more,
-        )
         for record in records:
             reason = self.instruments.impossible(
                 timer=record.timer,
@@ -110,7 +100,9 @@ class BenchSession:
                 storage=record.dtype,
             )
             if reason:
-                verdicts[record.id] = Verdict(id=record.id, status="IMPOSSIBLE", severity="severe", reasons=(reason,))
+                verdicts[record.id] = Verdict(
+                    id=record.id, status="IMPOSSIBLE", severity="severe", reasons=(reason,), stage="roofline"
+                )
         return verdicts
 
     def suite_shift(self):
@@ -169,3 +161,19 @@ class BenchSession:
         earlier = baseline.load_runs(path) if path.is_file() else []
         path = baseline.save_run(self.settings.bench_dir, self.settings.save, key, run, history=self.settings.history)
         return path, len(passed), baseline.outlying(run, earlier)
+
+    def undetectable(self, path: Path) -> tuple[dict[str, float], int]:
+        """(the benchmarks of the saved baseline at ``path`` that the gate cannot judge at the
+        threshold on this machine: id -> the smallest slowdown it catches (gate.pipeline
+        History.detectable), for those whose is above --bench-threshold; the baseline's timed
+        benchmarks)."""
+        from pytest_tesserabench import baseline
+        from pytest_tesserabench.gate import GateConfig
+        from pytest_tesserabench.gate.pipeline import History
+
+        saved = baseline.load_baseline(path, machine_key=self.context.machine_key)
+        if saved is None or not saved.runs:
+            return {}, 0
+        config = GateConfig(alpha=self.settings.alpha, threshold=self.settings.threshold)
+        detectable = History.of(saved.runs, config).detectable(processes=1 + self.settings.confirm)
+        return {i: d for i, d in detectable.items() if d > config.threshold}, len(detectable)

@@ -11,7 +11,7 @@ what a process does to its own timings averages out and shows in the interval.
   up and measuring blocks of rounds when asked.
 * ``interleave``: the ABBA schedule over process pairs.
 * ``lead``: the pytest that runs the session: starts the served processes, runs each test in all
-  of them, interleaves, hands the pairs to the rule (gate.process_decision).
+  of them, interleaves, hands the pairs to the rule (gate.paired.process_decision).
 
 Why long-lived served processes rather than importing both trees into one: each tree's code must
 be imported by its own interpreter (module names collide: ``kernels.matmul`` exists on both

@@ -2,7 +2,7 @@
 and the reference (B: a served process of REF's worktree) take turns in short blocks of rounds;
 each neighbouring A and B block make a pair. Pairs go round the process pairs (pair k from process
 pair k mod P), so every process pair gets as many pairs as the others and the per-process biases
-average out; the decision rule (gate.process_decision, or gate.paired_decision with one process
+average out; the decision rule (gate.paired.process_decision, or paired_decision with one process
 per side) says when to stop.
 
 ABBA (A B, B A, A B, ...) within each process pair: each side goes first as often as the other, so
@@ -49,7 +49,7 @@ class Interleaved:
     reference_run_queue_wait_s: float = 0.0  # the reference side's wait for a CPU, left out of its samples
     log_ratios: list[float] = field(default_factory=list)  # log(A block / B block), one per pair
     processes: list[int] = field(default_factory=list)  # the process pair each pair came from
-    decision: object = None  # gate.PairedDecision of the last look
+    decision: object = None  # gate.paired.PairedDecision of the last look
     settle_s: float = 0.0  # time spent past the base budget, settling an undecided benchmark
 
 

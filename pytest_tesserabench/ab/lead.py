@@ -14,11 +14,12 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pytest_tesserabench import gate, sampling
+from pytest_tesserabench import sampling
 from pytest_tesserabench.ab import worktree
 from pytest_tesserabench.ab.interleave import interleave, measuring_cpu
 from pytest_tesserabench.ab.served import Reached, ServedProcess, TestDone, measurement_args
 from pytest_tesserabench.ab.worktree import ABError
+from pytest_tesserabench.gate import paired
 from pytest_tesserabench.options import Settings
 
 
@@ -219,7 +220,7 @@ class ABLead:
             functools.partial(_decide, threshold=threshold, alpha=alpha, process_pairs=count),
             max_time=budget.max_time,
             settle_time=self.settings.settle_time,
-            min_pairs=gate.PROCESS_LOOKS[0] * count if count > 1 else gate.PAIRED_LOOKS[0],
+            min_pairs=paired.PROCESS_LOOKS[0] * count if count > 1 else paired.PAIRED_LOOKS[0],
             cpu=cpu,
         )
         for process in self._all():
@@ -265,5 +266,5 @@ class ABLead:
 
 def _decide(log_ratios, processes, final, *, threshold, alpha, process_pairs):
     if process_pairs > 1:
-        return gate.process_decision(log_ratios, processes, threshold=threshold, alpha=alpha, final=final)
-    return gate.paired_decision(log_ratios, threshold=threshold, alpha=alpha, final=final)
+        return paired.process_decision(log_ratios, processes, threshold=threshold, alpha=alpha, final=final)
+    return paired.paired_decision(log_ratios, threshold=threshold, alpha=alpha, final=final)

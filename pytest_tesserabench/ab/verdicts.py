@@ -6,8 +6,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import replace
 
-from pytest_tesserabench import gate
-from pytest_tesserabench.kernel_gate import SEVERITY_RANK, compare_kernels
+from pytest_tesserabench.gate.kernels import SEVERITY_RANK, compare_kernels
+from pytest_tesserabench.gate.paired import PairedDecision, paired_verdict
+from pytest_tesserabench.gate.pipeline import untimed_verdict
 from pytest_tesserabench.results import BenchRecord, Verdict
 
 
@@ -27,7 +28,7 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
             continue
         if "interpreter" in (record.timer, reference.get("timer")):
             # CPU time of Python emulating a GPU says nothing about the kernel: figures only
-            verdicts[record.id] = gate.untimed_verdict(record.id, kernels, "timed in the Triton interpreter")
+            verdicts[record.id] = untimed_verdict(record.id, kernels, "timed in the Triton interpreter")
             continue
         reference_rounds = ab.get("reference_rounds_ms") or []
         notes = list(kernels.notes)
@@ -36,7 +37,7 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
         if ab.get("reference_outcome") not in (None, "passed"):
             why = f": {ab['reference_error']}" if ab.get("reference_error") else ""
             notes.append(f"the test {ab['reference_outcome']} at {where}{why}")
-        paired = gate.PairedDecision(
+        paired = PairedDecision(
             status=decision["status"],
             decided=decision["decided"],
             ratio=decision["ratio"],
@@ -47,7 +48,7 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
             alpha_per_look=0.0,
             processes=decision.get("processes", 1),
         )
-        verdict = gate.paired_verdict(
+        verdict = paired_verdict(
             record.id,
             paired,
             candidate_ms=record.median_ms,

@@ -92,7 +92,7 @@ def load_sources(texts: Sequence[str], bench_dir: Path) -> list[Source]:
 def _gate_config(args: argparse.Namespace):
     from pytest_tesserabench.gate import GateConfig
 
-    return GateConfig(alpha=args.alpha, threshold=args.threshold, normalize_by_canary=args.normalize_by_canary)
+    return GateConfig(alpha=args.alpha, threshold=args.threshold)
 
 
 def add_gate_arguments(parser: argparse.ArgumentParser, percent, alpha) -> None:
@@ -108,11 +108,6 @@ def add_gate_arguments(parser: argparse.ArgumentParser, percent, alpha) -> None:
         type=alpha,
         default=0.01,
         help="suite-wide false-alarm rate, split over the benchmarks (default 0.01)",
-    )
-    parser.add_argument(
-        "--normalize-by-canary",
-        action="store_true",
-        help="divide out the machine-wide speed change measured by the canary",
     )
     parser.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
 
@@ -234,8 +229,9 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
 
 
 def compare_command(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench import files, run_effect
-    from pytest_tesserabench.gate import compare_runs
+    from pytest_tesserabench import files
+    from pytest_tesserabench.gate.model import machine_ratio
+    from pytest_tesserabench.gate.pipeline import History, judge_run
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.markdown_report import markdown_summary
@@ -250,12 +246,14 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     sources = load_sources(args.runs, args.dir)
     old_runs = [run for source in sources[:-1] for run in source.runs]
     new_runs = sources[-1].runs
-    suite = None
-    if len(new_runs) == 1:  # one run: judged as the plugin judged it (the run-effect model)
-        verdicts = run_effect.compare_run(new_runs[0], old_runs, _gate_config(args))
-        suite = run_effect.run_suite_shift(new_runs[0], old_runs, _gate_config(args))
-    else:
-        verdicts = compare_runs(new_runs, old_runs, _gate_config(args))
+    if len(new_runs) > 1:
+        print(
+            f"{sources[-1].label} holds {len(new_runs)} runs: its newest is judged against the others' runs",
+            file=err,
+        )
+    # The run judged as the plugin judged it while measuring (gate.pipeline.judge_run)
+    verdicts = judge_run(new_runs[-1], old_runs, _gate_config(args))
+    suite = _suite_shift(new_runs[-1], History.of(old_runs, _gate_config(args)))
     old_machine, new_machine = old_runs[-1].machine, new_runs[-1].machine
     for key in ("device", "arch", "cpu"):
         if old_machine.get(key) != new_machine.get(key) and (old_machine.get(key) or new_machine.get(key)):
@@ -274,7 +272,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     lines += comparison_lines(
         verdicts,
         version_diffs=software_differences(new_machine, old_machine),
-        canary_ratio=run_effect.machine_ratio(new_runs, old_runs),
+        canary_ratio=machine_ratio(new_runs, old_runs),
         records=records,
         width=args.width,
     )
@@ -282,7 +280,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     root = _project_root(new_runs[0].benchmarks.values(), args.dir) if len(new_runs) == 1 else None
     if root is not None:  # the tests named from here, as the plugin names them from where pytest ran
         settle = settle_line(verdicts, new_runs[0].benchmarks, old_runs, root, Path.cwd(), [])
-    notes = report_notes(new_runs[-1].benchmarks.values(), settle=settle, suite=suite)  # as the plugin's say them
+    notes = report_notes(new_runs[-1].benchmarks.values(), verdicts, settle=settle, suite=suite)  # as the plugin's
     lines += [Line(note, "red" if note.startswith("FAILED") else None) for note in notes]
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
     regressed = [v for v in verdicts.values() if v.failed]
@@ -297,6 +295,17 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
         files.write_atomic(args.csv, across_runs_csv(runs, labels, verdicts))
         print(f"wrote {len(runs)} run(s) as CSV rows to {args.csv}", file=err)
     return EXIT_REGRESSED if regressed or (suite is not None and suite.failed) else EXIT_OK
+
+
+def _suite_shift(run, history):
+    """The run's suite-wide shift, as the plugin reported it at the end of the run: every
+    benchmark's centre, the canary of the start and the end."""
+    import math
+
+    from pytest_tesserabench.gate.model import canary_centre
+
+    canary = canary_centre([run])
+    return history.suite_shift(run.benchmarks.values(), math.log(canary) if canary else None)
 
 
 def _project_root(records, baselines_dir: Path) -> Path | None:
@@ -315,7 +324,8 @@ def _project_root(records, baselines_dir: Path) -> Path | None:
 
 # -- report ---------------------------------------------------------------------------------------------
 def report_command(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench import files, run_effect
+    from pytest_tesserabench import files
+    from pytest_tesserabench.gate.pipeline import History, judge_run
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.plots import PlotError, missing_dependency
     from pytest_tesserabench.report.terminal import report_notes
@@ -333,13 +343,13 @@ def report_command(args: argparse.Namespace, out, err) -> int:
         raise CommandError(f"{args.run}: holds no measured benchmark; nothing to plot")
     suite = None
     if history:
-        verdicts = run_effect.compare_run(run, history, _gate_config(args))
-        suite = run_effect.run_suite_shift(run, history, _gate_config(args))
+        verdicts = judge_run(run, history, _gate_config(args))
+        suite = _suite_shift(run, History.of(history, _gate_config(args)))
         described = ", ".join(s.label for s in sources[1:]) or f"the earlier runs of {sources[0].label}"
     else:  # a run made with --bench-compare keeps its verdicts
         verdicts = {i: r.verdict for i, r in run.benchmarks.items() if r.verdict is not None}
         described = None
-    notes = report_notes(run.benchmarks.values(), suite=suite)
+    notes = report_notes(run.benchmarks.values(), verdicts, suite=suite)
     data = ReportData(run=run, verdicts=verdicts, history=history, baseline=described, notes=notes)
     from pytest_tesserabench.report.html_report import html_report
 

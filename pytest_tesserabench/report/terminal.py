@@ -192,13 +192,12 @@ def header_lines(state, interpret_switch) -> list[str]:
         lines.append(f"tesserabench: one pass over the benchmark tests: {state.passes_not_possible}")
     theirs = state.comparison.passes() if state.comparison is not None and state.comparison.same_machine else []
     ours = state.passes.total if state.passes is not None else 1
-    if theirs and theirs != [ours]:  # (run_conditions.passes_differ makes every timing verdict INCONCLUSIVE)
-        from pytest_tesserabench import run_conditions  # (numpy: only where a baseline is compared)
+    if theirs and theirs != [ours]:  # (gate.conditions.passes_differ makes every timing verdict INCONCLUSIVE)
+        from pytest_tesserabench.gate import conditions  # (numpy: only where a baseline is compared)
 
         lines.append(
             f"tesserabench: WARNING: the baseline's runs measured in {' or '.join(map(str, theirs))} pass(es), this "
-            f"run in {ours}: no timing can be judged against them (kernel figures still are); "
-            + run_conditions.SAME_PASSES
+            f"run in {ours}: no timing can be judged against them (kernel figures still are); " + conditions.SAME_PASSES
         )
     if state.reference is not None:
         processes = settings.ab_processes
@@ -241,8 +240,8 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     comparison = state.comparison
     if comparison is None:
         return
+    from pytest_tesserabench.gate.model import machine_ratio
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
-    from pytest_tesserabench.run_effect import machine_ratio
 
     terminalreporter.write_sep("-", f"compared with baseline {comparison.describe()}")
     known = {i: r for run in comparison.runs for i, r in run.benchmarks.items()}  # names MISSING ones' groups
@@ -254,9 +253,14 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         width=width,
     ):
         terminalreporter.write_line(line.text, **line.markup())
-    for line in (settled_line(state.records.values()), confirm_line(state.records.values())):
-        if line:
-            terminalreporter.write_line(line)
+    verdicts = state.all_verdicts()
+    confirmed = confirm_line(state.records.values(), verdicts)
+    if confirmed:
+        terminalreporter.write_line(confirmed)
+    unresolved = unresolved_line(verdicts, failing=settings.unresolved == "fail")
+    if unresolved:
+        loud = unresolved.startswith("NOTHING")
+        terminalreporter.write_line(unresolved, yellow=not loud, red=loud)
     settle = settle_by_ab_line(state, terminalreporter.config)
     if settle:
         terminalreporter.write_line(settle, yellow=True)
@@ -274,41 +278,69 @@ def run_notes(state, config) -> list[str]:
     if state.comparison is None:
         return report_notes(state.records.values())
     settle = settle_by_ab_line(state, config) if config is not None else None
-    return report_notes(state.records.values(), settle=settle, suite=state.suite, not_run=not_run_line(state))
-
-
-def report_notes(records, *, settle: str | None = None, suite=None, not_run: str | None = None) -> list[str]:
-    """What a run says about itself, in the summary's order: the CPU was shared, ``settle`` (the
-    command that settles its INCONCLUSIVE verdicts), its ``suite``-wide shift, ``not_run``."""
-    lines = [cpu_sharing_line(records), settled_line(records), confirm_line(records), settle]
-    return [line for line in [*lines, suite.line() if suite is not None else None, not_run] if line]
-
-
-def settled_line(records) -> str | None:
-    """History mode: how many undecided benchmarks were measured longer to settle, for how long,
-    and how many that decided (A/B says it in its own counts line)."""
-    settled = [r for r in records if r.ab is None and r.sampling is not None and r.sampling.settle_s > 0]
-    if not settled:
-        return None
-    decided = sum(1 for r in settled if r.verdict is not None and r.verdict.status != "INCONCLUSIVE")
-    seconds = sum(r.sampling.settle_s for r in settled)
-    return (
-        f"{len(settled)} undecided benchmark(s) measured longer to settle ({seconds:.1f} s): {decided} decided "
-        "(--bench-settle-time)"
+    return report_notes(
+        state.records.values(),
+        state.all_verdicts(),
+        settle=settle,
+        suite=state.suite,
+        not_run=not_run_line(state),
+        failing=state.settings.unresolved == "fail",
     )
 
 
-def confirm_line(records) -> str | None:
-    """How --bench-confirm went: the benchmarks it measured again, what that cost, how many it
-    confirmed (their verdicts stayed REGRESSED)."""
-    again = [r for r in records if r.sampling is not None and r.sampling.confirm_s > 0]
+def report_notes(
+    records, verdicts=None, *, settle: str | None = None, suite=None, not_run: str | None = None, failing=False
+) -> list[str]:
+    """What a run says about itself, in the summary's order: the CPU was shared, what was measured
+    again, what it could not judge (of ``verdicts``: the records' own by default), ``settle`` (the
+    command that settles its INCONCLUSIVE verdicts), its ``suite``-wide shift, ``not_run``."""
+    records = list(records)
+    verdicts = verdicts if verdicts is not None else {r.id: r.verdict for r in records if r.verdict is not None}
+    lines = [cpu_sharing_line(records), confirm_line(records, verdicts), unresolved_line(verdicts, failing=failing)]
+    return [line for line in [*lines, settle, suite.line() if suite is not None else None, not_run] if line]
+
+
+def confirm_line(records, verdicts) -> str | None:
+    """How --bench-confirm went: the benchmarks judged on fresh processes too (history mode), what
+    measuring them cost, and how they ended."""
+    again = [r for r in records if r.id in verdicts and verdicts[r.id].processes > 1 and r.ab is None]
     if not again:
         return None
-    confirmed = sum(1 for r in again if r.verdict is not None and r.verdict.status == "REGRESSED")
-    seconds = sum(r.sampling.confirm_s for r in again)
+    ended: dict[str, int] = {}
+    for record in again:
+        ended[verdicts[record.id].status] = ended.get(verdicts[record.id].status, 0) + 1
+    seconds = sum(r.sampling.confirm_s for r in again if r.sampling is not None)
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(ended.items()))
+    return f"{len(again)} benchmark(s) measured again in fresh processes ({seconds:.1f} s): {counts} (--bench-confirm)"
+
+
+MAX_NAMED = 5  # unresolved benchmarks named in the line; the rest are counted
+
+
+def unresolved_line(verdicts, *, failing: bool = False) -> str | None:
+    """History mode: the benchmarks this run could not judge at their threshold (INCONCLUSIVE),
+    the slowdown it could have caught in each, and what to do; loud when it judged none. (A/B's
+    verdicts say so in their own table.)"""
+    timed = [v for v in verdicts.values() if v.ratio is not None and v.stage != "paired"]
+    undecided = [v for v in timed if v.status == "INCONCLUSIVE"]
+    if not undecided:
+        return None
+    named = []
+    for verdict in sorted(undecided, key=lambda v: -(v.detectable or 0.0))[:MAX_NAMED]:
+        could = f" (it could catch {verdict.detectable:.0%} or more)" if verdict.detectable is not None else ""
+        named.append(f"{verdict.id.split('::', 1)[-1]}{could}")
+    more = f" and {len(undecided) - MAX_NAMED} more" if len(undecided) > MAX_NAMED else ""
+    todo = "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner" + (
+        "" if failing else "; --bench-unresolved=fail fails them"
+    )
+    if len(undecided) == len(timed):
+        return (
+            f"NOTHING JUDGED: all {len(timed)} timed benchmark(s) are INCONCLUSIVE: this run could not tell "
+            f"whether they got slower by their threshold: {', '.join(named)}{more}; {todo}"
+        )
     return (
-        f"{len(again)} slower benchmark(s) measured again in fresh processes before failing ({seconds:.1f} s): "
-        f"{confirmed} confirmed, {len(again) - confirmed} not (--bench-confirm)"
+        f"{len(undecided)} of {len(timed)} timed benchmark(s) INCONCLUSIVE, not judged at their threshold: "
+        f"{', '.join(named)}{more}; {todo}"
     )
 
 
@@ -327,7 +359,7 @@ MAX_NODEIDS = 6  # more undecided tests than this: their files are named instead
 # Options of this run that the A/B run must be given too: how it measures and how it judges.
 CARRIED_OPTIONS = (
     "--bench-threshold", "--bench-alpha", "--bench-max-time", "--bench-warmup", "--bench-min-rounds",
-    "--bench-target-ci", "--bench-settle-time", "--bench-timer", "--bench-arch",
+    "--bench-target-ci", "--bench-timer", "--bench-arch",
 )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ is spent on the tuning machine either way): that is the figure strategies are co
 
 Is the best config really better than the runner-up? Both are measured again in alternation
 (``runs`` times each, so drift between the two is shared), and the gate's decision rule
-(``gate.noise_components`` / ``gate.decide``: log-space medians, within- and between-run noise,
+(``gate.rule.noise_components`` / ``gate.rule.decide``: log-space medians, within- and between-run noise,
 Student's t) compares them: "better" when the best is significantly faster by more than the
 noise, else "tied" (then either is a fine choice; the faster median is kept).
 """
@@ -139,7 +139,9 @@ def compare_best(evaluator: Evaluator, best: Config, runner_up: Config | None, *
     """Re-measure ``best`` and ``runner_up`` alternately ``runs`` times; the gate's rule decides."""
     import numpy as np
 
-    from pytest_tesserabench.gate import GateConfig, decide, noise_components, summarise_rounds
+    from pytest_tesserabench.gate import GateConfig
+    from pytest_tesserabench.gate.centres import summarise_rounds
+    from pytest_tesserabench.gate.rule import decide, noise_components
 
     if runner_up is None:
         return Significance(verdict="alone")

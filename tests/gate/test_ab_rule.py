@@ -6,9 +6,10 @@ import math
 import numpy as np
 import pytest
 
-from pytest_tesserabench import gate, sampling
+from pytest_tesserabench import sampling
 from pytest_tesserabench.ab.interleave import interleave
 from pytest_tesserabench.ab.served import Block
+from pytest_tesserabench.gate import paired
 
 ALPHA = 0.01 / 6  # the suite's alpha over six benchmarks, as in gate_real.py
 PROCESSES, PER_PROCESS = 8, 6
@@ -39,11 +40,11 @@ def statuses(rule, effect, process_sd, trials=300, seed=1):
 
 
 def by_process(ratios, processes):
-    return gate.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=True)
+    return paired.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=True)
 
 
 def by_pair(ratios, processes):
-    return gate.paired_decision(ratios, threshold=0.05, alpha=ALPHA, final=True)
+    return paired.paired_decision(ratios, threshold=0.05, alpha=ALPHA, final=True)
 
 
 def test_a_bias_per_process_raises_no_false_alarm_when_processes_are_the_unit():
@@ -70,17 +71,17 @@ def test_an_unchanged_benchmark_is_decided_unchanged():
 def test_the_rule_looks_only_when_every_process_pair_has_as_many_pairs_at_a_look():
     rng = np.random.default_rng(3)
     ratios, processes = simulated(rng, 0.0, process_sd=0.0)  # 6 pairs per process pair: a look
-    assert gate.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=False) is not None
+    assert paired.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=False) is not None
     # one pair more: the process pairs are uneven, not a look (unless the budget is spent)
     more_ratios, more_processes = [*ratios, 0.0], [*processes, 0]
-    assert gate.process_decision(more_ratios, more_processes, threshold=0.05, alpha=ALPHA, final=False) is None
-    final = gate.process_decision(more_ratios, more_processes, threshold=0.05, alpha=ALPHA, final=True)
+    assert paired.process_decision(more_ratios, more_processes, threshold=0.05, alpha=ALPHA, final=False) is None
+    final = paired.process_decision(more_ratios, more_processes, threshold=0.05, alpha=ALPHA, final=True)
     assert final is not None and final.processes == PROCESSES and final.pairs == len(more_ratios)
     # 5 per process pair is not a look; 2 per process pair is too few even at the end
     five = [(d, p) for d, p in zip(ratios, processes, strict=True)][: 5 * PROCESSES]
-    assert gate.process_decision(*zip(*five, strict=True), threshold=0.05, alpha=ALPHA, final=False) is None
+    assert paired.process_decision(*zip(*five, strict=True), threshold=0.05, alpha=ALPHA, final=False) is None
     two = five[: 2 * PROCESSES]
-    assert gate.process_decision(*zip(*two, strict=True), threshold=0.05, alpha=ALPHA, final=True) is None
+    assert paired.process_decision(*zip(*two, strict=True), threshold=0.05, alpha=ALPHA, final=True) is None
 
 
 class FakeSide:
@@ -103,7 +104,7 @@ def test_the_schedule_goes_round_the_process_pairs_abba_within_each():
 
     def decide(ratios, processes, final):
         looks.append(len(ratios))
-        return gate.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=final)
+        return paired.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=final)
 
     result = interleave(pairs, candidate, decide, max_time=10.0, settle_time=0.0, min_pairs=12, cpu=3)
     order = [label for label, _ in log]
@@ -151,7 +152,7 @@ def timed_pairs(effect, clock, sd):
 
 
 def rule(ratios, processes, final):
-    return gate.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=final)
+    return paired.process_decision(ratios, processes, threshold=0.05, alpha=ALPHA, final=final)
 
 
 def test_settling_is_the_time_an_undecided_benchmark_gets_past_its_budget():
@@ -173,6 +174,6 @@ def test_at_the_end_of_the_budget_unchanged_needs_an_interval_that_rules_out_a_s
     spread = [-0.25, 0.25, -0.2, 0.2, -0.15, 0.15, -0.1, 0.12]  # process pairs far apart, mean ~0
     wide = [spread[p] for p in processes]  # estimate below +5%, interval far past it
     narrow = [spread[p] / 50 for p in processes]
-    undecided = gate.process_decision(wide, processes, threshold=0.05, alpha=ALPHA, final=True)
+    undecided = paired.process_decision(wide, processes, threshold=0.05, alpha=ALPHA, final=True)
     assert undecided.status == "INCONCLUSIVE" and not undecided.decided and undecided.ci[1] > 1.05
-    assert gate.process_decision(narrow, processes, threshold=0.05, alpha=ALPHA, final=True).status == "UNCHANGED"
+    assert paired.process_decision(narrow, processes, threshold=0.05, alpha=ALPHA, final=True).status == "UNCHANGED"

@@ -6,7 +6,7 @@ import pytest
 from pytest_tesserabench.baseline import save_run
 from pytest_tesserabench.canary import measure_canary
 from pytest_tesserabench.cli import main
-from pytest_tesserabench.gate import compare_runs
+from pytest_tesserabench.gate.pipeline import judge_run
 from pytest_tesserabench.report.comparison_table import render_comparison, software_differences
 from pytest_tesserabench.results import RunDocument
 
@@ -141,7 +141,7 @@ def test_inspect_is_delegated(capsys):
 
 def test_render_comparison_text():
     rng = np.random.default_rng(1)
-    verdicts = compare_runs([make_run(rng, scale=1.3)], [make_run(rng) for _ in range(3)])
+    verdicts = judge_run(make_run(rng, scale=1.3), [make_run(rng) for _ in range(3)])
     text = render_comparison(verdicts, version_diffs=["torch 2.11 -> 2.13"], canary_ratio=1.02, width=100)
     assert "\x1b[" not in text
     lines = text.splitlines()

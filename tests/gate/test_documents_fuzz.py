@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from pytest_tesserabench.baseline import BaselineError, load_baseline, load_runs
-from pytest_tesserabench.gate import compare_runs
+from pytest_tesserabench.gate.pipeline import judge_run
 from pytest_tesserabench.report.comparison_table import render_comparison
 from pytest_tesserabench.report.terminal import render_summary
 
@@ -113,7 +113,7 @@ def mutated(draw, document):
 
 
 def survives_downstream(runs):
-    verdicts = compare_runs(runs[-1:], runs)
+    verdicts = judge_run(runs[-1], runs)
     render_comparison(verdicts, version_diffs=[], canary_ratio=None, width=100)
     render_summary(runs[-1].benchmarks, width=100)
     render_summary(runs[-1].benchmarks, verbosity=-1)

@@ -1,51 +1,51 @@
-"""The gate's promise, measured on seeded simulated suites (DESIGN.md section 5)."""
+"""The gate's promise on simulated machines, judged by the shipped pipeline end to end
+(tests/gate/pipeline_simulation.py says what the machines do; benchmarks/gate_power.py prints the
+same figures for more projects, beside pytest-benchmark's rule)."""
 
-import numpy as np
 import pytest
-from gate_simulation import Scenario, gate_flags, run_effect_flags, simulate
+from pipeline_simulation import Machine, simulate
 
 from pytest_tesserabench.gate import GateConfig
+from pytest_tesserabench.gate.pipeline import History, judge_run
 
 CONFIG = GateConfig()
-SUITES = 1000  # x 10 benchmarks = 10,000 simulated comparisons per scenario
+SUITES = 25  # projects of 8 benchmarks: 4 candidate runs each, 650 unchanged benchmark-runs
+MACHINES = {"quiet": Machine(), "loaded": Machine(loaded=(0.26, 0.47))}
 
 
-@pytest.mark.parametrize("history", [3, 5, 10])
-@pytest.mark.parametrize("drift", [0.005, 0.01, 0.02])
-def test_false_positive_rate_per_benchmark_is_at_most_half_a_percent(history, drift):
-    rng = np.random.default_rng(1000 * history + int(drift * 1e4))
-    base, cand = simulate(rng, SUITES, Scenario(history=history, drift=drift))
-    rate = gate_flags(base, cand, CONFIG).mean()
-    assert rate <= 0.005, f"A/A false-positive rate {rate:.2%} at drift {drift:.1%}, H={history}"
+TALLIES = {}
 
 
-@pytest.mark.parametrize("history", [3, 5, 10])
-@pytest.mark.parametrize(("slowdown", "wanted"), [(0.05, 0.60), (0.10, 0.90)])
-def test_power_at_half_a_percent_drift(history, slowdown, wanted):
-    rng = np.random.default_rng(7 + history + int(slowdown * 100))
-    base, cand = simulate(rng, SUITES // 2, Scenario(history=history, drift=0.005, slowdown=slowdown))
-    power = gate_flags(base, cand, CONFIG).mean()
-    assert power >= wanted, f"power {power:.1%} for a {slowdown:.0%} slowdown, H={history}"
+def tally(machine: str):
+    """The simulation of one machine, run once per session."""
+    if machine not in TALLIES:
+        TALLIES[machine] = simulate(
+            lambda candidate, baseline: judge_run(candidate, baseline, CONFIG),
+            MACHINES[machine],
+            suites=SUITES,
+            seed=7,
+            detectable=lambda runs: History.of(runs, CONFIG).detectable(),
+        )
+        print(f"\n{machine}: {TALLIES[machine].counts}")
+    return TALLIES[machine]
 
 
-def test_without_the_suite_prior_a_three_run_history_has_little_power():
-    # Why the prior exists: alone, a benchmark's three runs give 2 degrees of freedom for the
-    # drift, and Student's t on 2 df cannot find a 5% slowdown at alpha / m.
-    rng = np.random.default_rng(5)
-    base, cand = simulate(rng, SUITES // 2, Scenario(history=3, slowdown=0.05))
-    alone = gate_flags(base, cand, GateConfig(prior_runs=0)).mean()
-    pooled = gate_flags(base, cand, CONFIG).mean()
-    assert alone < 0.2 and pooled > alone + 0.4, (alone, pooled)
+@pytest.mark.parametrize("machine", list(MACHINES))
+def test_false_alarms_are_at_most_one_percent_per_benchmark(machine):
+    assert tally(machine).rate("unchanged") <= 0.01, f"{machine}: {tally(machine).counts['unchanged']}"
 
 
-@pytest.mark.parametrize("shared", [0.02, 0.05])
-def test_with_shared_drift_the_run_effect_model_keeps_its_promise_and_the_old_rule_does_not(shared):
-    # Drift shared by the whole run, as on a real machine: the old rule (drift per benchmark)
-    # raises false alarms and loses power; removing the run effect restores both.
-    rng = np.random.default_rng(int(shared * 1000))
-    sc = Scenario(history=3, drift=0.005, shared_drift=shared, slowdown=0.10, slowed=2)
-    base, cand = simulate(rng, SUITES // 2, sc)
-    model, old = run_effect_flags(base, cand, CONFIG), gate_flags(base, cand, CONFIG)
-    assert model[:, 2:].mean() <= 0.005, f"false alarms {model[:, 2:].mean():.2%} with the model"
-    assert model[:, :2].mean() >= 0.95, f"power {model[:, :2].mean():.1%} at +10% with the model"
-    assert old[:, :2].mean() < 0.5 and old[:, 2:].mean() > model[:, 2:].mean()
+def test_a_slowdown_the_baseline_says_is_detectable_is_caught_nine_times_in_ten_on_a_quiet_machine():
+    # (the baseline speaks for a run as quiet as its own)
+    result = tally("quiet")
+    assert result.counts["+20%"]["n detectable"] >= 40
+    assert result.rate("+20%", where="detectable") >= 0.9, result.counts["+20%"]
+
+
+def test_under_a_shared_slowdown_taken_unalike_nothing_is_decided_wrongly():
+    # A loaded run: the shift is a correction benchmarks took unalike, so slowdowns of 20% are
+    # left undecided rather than judged through it; never failed as slower when unchanged (above),
+    # nor called faster or unchanged when they are not.
+    slowed = tally("loaded").counts["+20%"]
+    assert slowed.get("IMPROVED", 0) == 0
+    assert slowed.get("UNCHANGED", 0) <= 0.05 * slowed["n"]

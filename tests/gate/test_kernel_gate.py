@@ -1,6 +1,6 @@
 """Kernel figures against the baseline's: matched by kernel, arch and config; severity by damage."""
 
-from pytest_tesserabench.kernel_gate import compare_kernels, describe_change
+from pytest_tesserabench.gate.kernels import compare_kernels, describe_change
 
 
 def kernel(**fields):

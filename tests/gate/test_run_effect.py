@@ -5,7 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from pytest_tesserabench import gate, run_effect
+from pytest_tesserabench.gate import GateConfig
+from pytest_tesserabench.gate import model as run_effect
+from pytest_tesserabench.gate.centres import log_centre, pass_centres
+from pytest_tesserabench.gate.pipeline import History, judge_run
 from pytest_tesserabench.results import RunDocument
 
 IDS = [f"t.py::test_{i}" for i in range(6)]
@@ -26,11 +29,14 @@ def runs(rng, n, *, shared=0.0, own=0.003, within=0.01, level=None, slower=None,
 
 
 def judge(baseline, candidate, *, model=True, canary=None):
-    """As the plugin does: each benchmark judged with the run's shift from the others."""
-    fitted = run_effect.fit(gate.run_centres(baseline), len(baseline), [math.log(2.0)] * len(baseline))
-    measured = {i: gate.log_centre(r) for i, r in candidate[0].benchmarks.items()}
-    shifts = {i: run_effect.candidate_shift(fitted, measured, i) for i in IDS} if model else None
-    return gate.compare_runs(candidate, baseline, model=fitted if model else None, shifts=shifts), fitted, measured
+    """As the plugin does: each benchmark judged with the run's shift from the others (all of
+    them measured, as in the last of several passes); ``model=False``: no run-effect model at all
+    (each benchmark judged on its own drift)."""
+    history = History.of(baseline, None if model else GateConfig(min_benchmarks_for_shift=10**6))
+    measured = {i: log_centre(r) for i, r in candidate[0].benchmarks.items()}
+    shifts = {i: history.shift(i, measured, None) for i in IDS} if model else None
+    verdicts = history.judge(list(candidate[0].benchmarks.values()), m=len(IDS), shifts=shifts)
+    return verdicts, history.model, measured
 
 
 def test_median_polish_recovers_the_run_shifts():
@@ -99,7 +105,7 @@ def test_the_suite_wide_shift_fails_only_when_the_canary_does_not_explain_it():
 
 def test_before_enough_benchmarks_are_measured_no_shift_is_assumed():
     rng = np.random.default_rng(5)
-    model = run_effect.fit(gate.run_centres(runs(rng, 3)), 3, [math.log(2.0)] * 3)
+    model = run_effect.fit(run_effect.run_centres(runs(rng, 3)), 3, [math.log(2.0)] * 3)
     alone = {IDS[0]: model.effects[IDS[0]] + math.log(1.3)}
     shift = run_effect.candidate_shift(model, alone, IDS[0])
     assert shift.value == 0.0 and shift.source.startswith("none yet")
@@ -139,7 +145,7 @@ def test_the_suite_wide_shift_is_what_every_pass_and_most_benchmarks_show():
 def test_with_fewer_than_four_benchmarks_there_is_no_model():
     rng = np.random.default_rng(6)
     three = [RunDocument(benchmarks={i: r.benchmarks[i] for i in IDS[:3]}) for r in runs(rng, 3)]
-    assert run_effect.fit(gate.run_centres(three), 3, []) is None
+    assert run_effect.fit(run_effect.run_centres(three), 3, []) is None
 
 
 def _passes_record(rounds_per_pass, speed_per_pass, level=1.0, extra=()):
@@ -155,18 +161,18 @@ def test_a_speed_change_between_passes_moves_every_benchmark_alike():
     # first at full speed and the second slowed; the lowest of the passes' centres reads both at
     # full speed (the median of the passes would read both half-way).
     slow_fast = (1.5, 1.5, 1.0, 1.0)
-    few_slow = gate.log_centre(_passes_record((3, 3, 10, 10), slow_fast))
-    many_slow = gate.log_centre(_passes_record((10, 10, 3, 3), slow_fast))
+    few_slow = log_centre(_passes_record((3, 3, 10, 10), slow_fast))
+    many_slow = log_centre(_passes_record((10, 10, 3, 3), slow_fast))
     assert few_slow == pytest.approx(0.0) and many_slow == pytest.approx(0.0)
     # A slow stretch that caught one pass, or three, of this benchmark alone is left out (the mean
     # of the passes' centres would move it by a share of the stretch: drift of its own).
-    assert gate.log_centre(_passes_record((5, 5, 5, 5), (1.0, 1.5, 1.0, 1.0))) == pytest.approx(0.0)
-    assert gate.log_centre(_passes_record((5, 5, 5, 5), (1.5, 1.5, 1.0, 1.5))) == pytest.approx(0.0)
+    assert log_centre(_passes_record((5, 5, 5, 5), (1.0, 1.5, 1.0, 1.0))) == pytest.approx(0.0)
+    assert log_centre(_passes_record((5, 5, 5, 5), (1.5, 1.5, 1.0, 1.5))) == pytest.approx(0.0)
     # Rounds settling added after the last pass are the last pass's.
-    settled = gate.pass_centres(_passes_record((3, 3), (1.0, 1.0), extra=[2.0] * 5))
+    settled = pass_centres(_passes_record((3, 3), (1.0, 1.0), extra=[2.0] * 5))
     assert settled == pytest.approx([0.0, math.log(2.0)])  # the last pass: 3 rounds at 1.0, 5 settled at 2.0
     # One pass (or no counts): the median of the rounds, as before.
-    assert gate.log_centre(_passes_record((5,), (1.2,))) == pytest.approx(math.log(1.2))
+    assert log_centre(_passes_record((5,), (1.2,))) == pytest.approx(math.log(1.2))
 
 
 def test_pass_rounds_that_are_not_counts_name_the_field():
@@ -198,51 +204,6 @@ def _passes_run(speeds_by_id: dict[str, tuple[float, ...]], level: float = 1.0) 
     return RunDocument.from_json({"benchmarks": benchmarks})
 
 
-def test_a_process_state_the_baselines_passes_caught_widens_that_benchmarks_noise_alone():
-    steady = (1.0, 1.0, 1.0, 1.0)
-    # one run: the BLAS call at 1.14x in three passes of four, the others steady (run O's w_matmul)
-    state = _passes_run({IDS[0]: (1.14, 1.14, 1.14, 1.0), **{i: steady for i in IDS[1:]}})
-    variances = gate.pass_state_variances([state, _passes_run({i: steady for i in IDS})])
-    assert variances[IDS[0]] == pytest.approx((math.log(1.14) / 2) ** 2)
-    assert all(variances.get(i, 0.0) == 0.0 for i in IDS[1:])
-    # a slow stretch over two passes of every benchmark is the machine's: no one's own
-    stretch = _passes_run({i: (1.3, 1.3, 1.0, 1.0) for i in IDS})
-    assert gate.pass_state_variances([stretch]) == {}
-    # judged: the benchmark whose process sits in that state in a later run is not failed (the
-    # lowest pass of the baseline read it steady), and a real +30% elsewhere still is
-    baseline = [state, _passes_run({i: steady for i in IDS}), _passes_run({i: steady for i in IDS})]
-    candidate = [_passes_run({IDS[0]: (1.14,) * 4, IDS[1]: (1.3,) * 4, **{i: steady for i in IDS[2:]}})]
-    fitted = run_effect.fit_baseline(baseline)  # (as the plugin fits it: with its passes)
-    measured = {i: gate.log_centre(r) for i, r in candidate[0].benchmarks.items()}
-    shifts = {i: run_effect.candidate_shift(fitted, measured, i) for i in IDS}
-    verdicts = gate.compare_runs(candidate, baseline, model=fitted, shifts=shifts)
-    assert verdicts[IDS[0]].status != "REGRESSED" and verdicts[IDS[1]].status == "REGRESSED"
-
-
-def test_three_processes_read_a_state_the_baselines_passes_caught_from_themselves():
-    # gate_real run Q's w_sieve: one baseline process sat +14% in three passes of four, which
-    # widens that benchmark's interval by half the gap for a verdict on one process. Judged on the
-    # median of three processes (--bench-confirm), the processes say whether it sits in the state:
-    # a real +10% read alike by all three is caught, one process in the state is not a regression.
-    steady = (1.0, 1.0, 1.0, 1.0)
-    state = _passes_run({IDS[0]: (1.14, 1.14, 1.14, 1.0), **{i: steady for i in IDS[1:]}})
-    baseline = [state, *(_passes_run({i: steady for i in IDS}, level=level) for level in (1.004, 0.996))]
-    fitted = run_effect.fit_baseline(baseline)
-    assert fitted is not None and fitted.pass_states[IDS[0]] > 0
-
-    def judged(*speeds):
-        processes = [_passes_run({IDS[0]: (s,) * 4, **{i: steady for i in IDS[1:]}}) for s in speeds]
-        measured = {i: gate.log_centre(r) for i, r in processes[0].benchmarks.items()}
-        shifts = {i: run_effect.candidate_shift(fitted, measured, i) for i in IDS}
-        one = len(processes) == 1
-        return gate.compare_runs(processes, baseline, model=fitted, shifts=shifts, processes_of_one_run=not one)[IDS[0]]
-
-    assert judged(1.10).status == "INCONCLUSIVE"  # one process's word: it may sit in the state
-    assert judged(1.10, 1.10, 1.10).status == "REGRESSED"
-    assert judged(1.14, 1.0, 1.0).status != "REGRESSED"
-    assert judged(1.10, 1.10).status == "INCONCLUSIVE"  # two: one odd process moves their median by half
-
-
 @pytest.mark.parametrize("interpreted_change", [1 / 3, 3.0])
 def test_interpreter_timings_move_no_other_benchmarks_shift(interpreted_change):
     # Triton's CPU interpreter is never gated, and its time swings with a kernel's config: three
@@ -259,7 +220,7 @@ def test_interpreter_timings_move_no_other_benchmarks_shift(interpreted_change):
         record.rounds_ms = [ms * interpreted_change for ms in record.rounds_ms]
     fitted = run_effect.fit_baseline(baseline)
     assert fitted is None or not set(interpreted) & set(fitted.effects)
-    verdicts = run_effect.compare_run(candidate[0], baseline, gate.GateConfig())
+    verdicts = judge_run(candidate[0], baseline, GateConfig())
     for bench_id in IDS[3:]:
         assert verdicts[bench_id].status in ("UNCHANGED", "INCONCLUSIVE"), verdicts[bench_id]
         assert 0.95 < verdicts[bench_id].ratio < 1.05

@@ -20,13 +20,22 @@ from pytest_tesserabench import (  # noqa: F401
     gate,
     instruments,
     interpret,
-    kernel_gate,
     outputs,
     results,
     sampling,
     session,
     stats,
     timing,
+)
+from pytest_tesserabench.gate import (  # noqa: F401
+    centres,
+    conditions,
+    config,
+    kernels,
+    model,
+    paired,
+    pipeline,
+    rule,
 )
 from pytest_tesserabench.report import comparison_table, terminal  # noqa: F401
 

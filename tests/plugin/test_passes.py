@@ -220,7 +220,7 @@ def test_a_comparison_across_different_numbers_of_passes_gives_no_timing_verdict
 
 def test_an_undecided_verdict_across_different_numbers_of_passes_is_given_that_cause():
     # Whatever else the rule saw (drift, the canary), the passes are why no timing is judged.
-    from pytest_tesserabench import run_conditions
+    from pytest_tesserabench.gate import conditions as run_conditions
     from pytest_tesserabench.results import BenchRecord, RunDocument, Sampling, Verdict
 
     def record(passes):

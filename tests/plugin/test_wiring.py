@@ -96,22 +96,28 @@ def test_an_inconclusive_verdict_is_a_warning_with_what_would_settle_it(project,
     result.stdout.fnmatch_lines(["*PytestWarning: test_w.py::test_work[[]a[]]: INCONCLUSIVE*To settle it: *"])
 
 
-def test_settling_stops_when_more_rounds_no_longer_narrow_the_interval(project, monkeypatch, tmp_path):
-    monkeypatch.setenv("DRIFT", "0.1")  # the interval is the runs' drift: rounds cannot narrow it
+def test_what_a_run_could_not_judge_is_said_and_fails_with_bench_unresolved_fail(project, monkeypatch, tmp_path):
+    monkeypatch.setenv("DRIFT", "0.1")  # runs 10% apart: +25% is large, but within that drift
     save_runs(project, monkeypatch)
     monkeypatch.setenv("SLOWER_a", "1.25")
-    result, run = run_json(project, tmp_path, "--bench-compare=main", "--bench-settle-time=2")
-    record = run["benchmarks"]["test_w.py::test_work[a]"]
-    assert record["verdict"]["status"] == "INCONCLUSIVE"
-    assert record["sampling"]["settle_s"] == pytest.approx(0.5)  # one chunk of 2 s / 4, not four
-    # measured in the default passes: the settling rounds count in the last pass's
-    assert record["sampling"]["passes"] == 4 and sum(record["sampling"]["pass_rounds"]) == len(record["rounds_ms"])
-    result.stdout.fnmatch_lines(
-        [
-            "*settled: 0.5 s more, still undecided (more rounds no longer narrow it*",
-            "? undecided benchmark(s) measured longer to settle (*.? s): ? decided (--bench-settle-time)",
-        ]
+    result, run = run_json(project, tmp_path, "--bench-compare=main")
+    result.assert_outcomes(passed=ALL)  # warn (the default): passes with a warning
+    record = run["benchmarks"]["test_w.py::test_work[a]"]["verdict"]
+    assert record["status"] == "INCONCLUSIVE" and record["detectable"] > 0.25 and record["threshold"] == 0.05
+    undecided = [v for r in run["benchmarks"].values() if (v := r["verdict"])["status"] == "INCONCLUSIVE"]
+    timed = [r for r in run["benchmarks"].values() if r["verdict"]["ratio"] is not None]
+    line = (
+        f"NOTHING JUDGED: all {len(timed)} timed benchmark(s) are INCONCLUSIVE*"
+        if len(undecided) == len(timed)
+        else f"{len(undecided)} of {len(timed)} timed benchmark(s) INCONCLUSIVE, not judged at their threshold: *"
     )
+    result.stdout.fnmatch_lines(
+        [line + "test_work[[]a[]] (it could catch *% or more)*--bench-unresolved=fail fails them"]
+    )
+    strict = project.runpytest("--bench-compare=main", "--bench-unresolved=fail", *ARGS)
+    strict.assert_outcomes(passed=ALL - len(undecided), failed=len(undecided))
+    strict.stdout.fnmatch_lines(["FAILED test_w.py::test_work[[]a[]] - Failed: INCONCLUSIVE*"])
+    assert "(--bench-unresolved=fail)" in strict.stdout.str()
 
 
 def test_the_canary_is_timed_at_start_and_end(project, tmp_path):

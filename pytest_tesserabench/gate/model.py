@@ -1,17 +1,15 @@
 """The run-effect model of history mode: log time = benchmark effect + run effect + noise.
 
-Drift on a real machine is mostly shared by every benchmark of a run (clocks, load from other
-jobs, thermal state). Modelled as independent per benchmark, it looks like large per-benchmark
-noise (the gate loses power) and a loaded run looks like a suite-wide regression (false alarms).
-So the baseline history is decomposed robustly (Tukey's median polish on the benchmarks x runs
-table of run centres) into benchmark effects, one shift per run, and residuals; the gate judges
-each benchmark on its residual, and the between-run noise comes from residuals too.
+Drift on a real machine is mostly shared by the benchmarks of a run (clocks, load from other jobs,
+thermal state). Modelled as independent per benchmark, it looks like large per-benchmark noise (the
+gate loses power) and a loaded run looks like a suite-wide regression (false alarms). So the
+baseline history is decomposed robustly (Tukey's median polish on the benchmarks x runs table of
+run centres; each fresh process of a save is a run of its own) into benchmark effects, one shift
+per run, and residuals; the gate judges each benchmark less its run's shift, and its between-run
+noise comes from the residuals.
 
-The candidate run's own shift is estimated from the other benchmarks measured so far in this
-run (the median of their log ratios to their baseline effects, leaving the judged benchmark out,
-so its own regression does not excuse itself); before enough of them are measured, none. With
-fewer than MIN_BENCHMARKS benchmarks in the baseline the model is not used (today's rule: drift
-per benchmark).
+The candidate run's own shift is estimated from the other benchmarks measured in it (Shift). It is
+a correction, not a measurement: benchmarks do not slow alike, so it carries its own uncertainty.
 
 A change that slows every benchmark would vanish into the run effect; the suite-wide shift is
 therefore reported on its own and fails the run when it exceeds the threshold and the canary does
@@ -21,15 +19,14 @@ not explain it (``suite_shift``).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
 
-MIN_BENCHMARKS = 4  # below this the run effect is not separable from the benchmarks' own changes
-MIN_OTHERS = 3  # other benchmarks of the candidate run needed to estimate its shift
+from pytest_tesserabench.gate.centres import MEDIAN_VARIANCE_FACTOR, log_centre, pass_centres, robust_sd
+
 POLISH_ITERATIONS = 6
-MEDIAN_VARIANCE_FACTOR = math.pi / 2
 
 
 @dataclass(frozen=True)
@@ -38,8 +35,6 @@ class BaselineModel:
     run_shifts: tuple[float, ...]  # per baseline run (log), median 0
     residual_sd: float  # typical residual between-run sd of one run centre (log)
     canary_centre: float | None  # log ms, the baseline's canary (median over runs)
-    # benchmark id -> extra variance (log^2) of a process state its passes caught (gate.pass_state_variances)
-    pass_states: dict[str, float] = field(default_factory=dict)
 
     @property
     def shift_sd(self) -> float:
@@ -65,24 +60,24 @@ def median_polish(table: np.ndarray, iterations: int = POLISH_ITERATIONS) -> tup
     return rows + centre, columns - centre, residual
 
 
-def leave_one_out_median(values: np.ndarray) -> np.ndarray:
-    """For each of the last axis's entries, the median of the others (NaN entries ignored)."""
-    values = np.asarray(values, dtype=float)
-    m = values.shape[-1]
-    others = ~np.eye(m, dtype=bool)
-    spread = np.where(others, values[..., None, :], np.nan)
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # a row with nothing left
-        return np.nanmedian(spread, axis=-1)
+def run_centres(runs: list) -> dict[str, dict[int, float]]:
+    """Benchmark id -> {run index: log centre} over the runs that measured it."""
+    centres: dict[str, dict[int, float]] = {}
+    for index, run in enumerate(runs):
+        for bench_id, record in run.benchmarks.items():
+            centre = log_centre(record)
+            if centre is not None:
+                centres.setdefault(bench_id, {})[index] = centre
+    return centres
 
 
-def fit(centres: dict[str, dict[int, float]], runs: int, canary_centres: list[float]) -> BaselineModel | None:
+def fit(
+    centres: dict[str, dict[int, float]], runs: int, canary_centres: list[float], *, min_benchmarks: int = 4
+) -> BaselineModel | None:
     """The model of a baseline from each benchmark's run centres (log; run index -> centre), or
     None when there are too few benchmarks or runs to separate the run effect."""
     ids = [i for i, by_run in centres.items() if by_run]
-    if len(ids) < MIN_BENCHMARKS or runs < 1:
+    if len(ids) < min_benchmarks or runs < 1:
         return None
     table = np.full((len(ids), runs), np.nan)
     for row, bench_id in enumerate(ids):
@@ -92,7 +87,7 @@ def fit(centres: dict[str, dict[int, float]], runs: int, canary_centres: list[fl
         effects, shifts, residual = median_polish(table)
     counts = np.sum(~np.isnan(residual), axis=1)
     # Residual variance per benchmark with (runs - 1) degrees of freedom, pooled over the suite
-    # (a robust typical value: the median), inflated for the run effect fitted from few columns.
+    # (a robust typical value: the median).
     with np.errstate(all="ignore"):
         per_benchmark = np.nansum(residual**2, axis=1) / np.maximum(counts - 1, 1)
     usable = per_benchmark[counts > 1]
@@ -106,31 +101,69 @@ def fit(centres: dict[str, dict[int, float]], runs: int, canary_centres: list[fl
     )
 
 
+def fit_baseline(baseline_runs: list, *, min_benchmarks: int = 4) -> BaselineModel | None:
+    """The model of a baseline's runs (each process a run), or None (fit's conditions)."""
+    canaries = [math.log(c) for c in (canary_centre([run]) for run in baseline_runs) if c]
+    return fit(run_centres(baseline_runs), len(baseline_runs), canaries, min_benchmarks=min_benchmarks)
+
+
 @dataclass(frozen=True)
 class Shift:
+    """This run's shared shift, as removed from one benchmark's centre."""
+
     value: float  # log
-    variance: float  # its uncertainty (log^2)
+    variance: float  # log^2: its uncertainty for this benchmark (the estimate's, and how unalike benchmarks take it)
     source: str  # "5 other benchmarks of this run", "none yet ..."
-    canary_moved: float = 0.0  # log: the canary's move since the baseline, when it widened the shift
+    unalike: float = 0.0  # log sd: how much more the other benchmarks scatter around it than their noise explains
+    df: float = math.inf  # degrees of freedom of ``variance``
+    canary_moved: float = 0.0  # log: before enough others were measured, the canary's move since the baseline
 
 
 def candidate_shift(
-    model: BaselineModel, measured: dict[str, float], exclude: str, canary_centre: float | None = None
+    model: BaselineModel,
+    measured: dict[str, float],
+    exclude: str,
+    canary_centre: float | None = None,
+    *,
+    min_others: int = 3,
+    prior_runs: int = 4,
 ) -> Shift:
-    """This run's shared shift for judging ``exclude``: from the other benchmarks measured so far
-    (log centres); before enough are measured, no shift, with an uncertainty as large as the
-    canary's move since the baseline (``canary_centre``: this run's log canary).
+    """This run's shared shift for judging ``exclude``: the median of the other benchmarks' moves
+    (log centres measured so far, less their baseline effects), so a benchmark's own regression
+    does not excuse itself.
 
-    The canary widens, it does not correct: on a virtual machine whose vCPUs step between two
-    speeds every few seconds, the canary timed at the start of the run caught the other step as
-    often as not (a +50% "shift" removed from benchmarks that ran at full speed, seen on the CI
-    VM), while leaving the first benchmarks uncorrected turned a machine that moved since the
-    baseline into false alarms. Uncertain by the canary's move, they are INCONCLUSIVE instead."""
-    others = [c - model.effects[i] for i, c in measured.items() if i != exclude and i in model.effects]
-    if len(others) >= MIN_OTHERS:
-        spread = max(model.residual_sd, 1e-4)
-        variance = MEDIAN_VARIANCE_FACTOR * spread**2 / len(others)
-        return Shift(float(np.median(others)), variance, f"{len(others)} other benchmarks of this run")
+    Its variance is what the correction can be trusted to: the median's own error, plus how
+    unalike the benchmarks took the shift. Benchmarks do not slow alike under load (one may take
+    half a +60% shift, another all of it), so the scatter of the others around their median, less
+    what the baseline's residual noise explains, is each benchmark's uncertainty about its share.
+    It is also how far this run's conditions moved each benchmark on its own, which back-to-back
+    saves do not show (on the CI VM a candidate run ten minutes after its baseline read unchanged
+    benchmarks -6% to +10%, each its own way, with no shared shift at all). Both are moderated as
+    the rule moderates drift: pooled with the baseline's residual noise worth ``prior_runs`` runs,
+    on as many degrees of freedom as those and the others less one. The median's error is of the
+    others' core (a robust scale); how unalike they took the shift is their standard deviation, the
+    one furthest out left out (a robust scale would call a few benchmarks that took more of it
+    outliers, and they are the very thing to measure; one other benchmark's own regression is not
+    the machine's).
+    Before ``min_others`` are measured: no shift, uncertain by the baseline's own run shifts and
+    the canary's move since the baseline (``canary_centre``: this run's, log)."""
+    others = np.array([c - model.effects[i] for i, c in measured.items() if i != exclude and i in model.effects])
+    if others.size >= min_others:
+        value = float(np.median(others))
+        df = prior_runs + others.size - 1.0
+        noise = max(model.residual_sd**2, 1e-8)
+
+        def moderated(variance: float) -> float:  # pooled with the residual noise worth prior_runs runs
+            return (prior_runs * noise + (others.size - 1) * variance) / df
+
+        error = MEDIAN_VARIANCE_FACTOR * moderated(float(robust_sd(others)) ** 2) / others.size
+        # how unalike: their standard deviation, the one furthest from the median left out (one
+        # other benchmark's own regression is not the machine's)
+        kept = np.delete(others, np.argmax(np.abs(others - value))) if others.size > 3 else others
+        spread = moderated(float(np.var(kept, ddof=1)))
+        shared = max(abs(value) - 2 * math.sqrt(error), 0.0)  # as much of it as surely is a shift
+        unalike = min(math.sqrt(max(spread - noise, 0.0)), shared)
+        return Shift(value, error + unalike**2, f"{others.size} other benchmarks of this run", unalike, df)
     moved = 0.0
     if canary_centre is not None and model.canary_centre is not None:
         moved = canary_centre - model.canary_centre
@@ -196,10 +229,19 @@ def machine_ratio(candidate_runs: list, baseline_runs: list) -> float | None:
     """The summary's "canary:" figure, how fast the machine was against the baseline's: by the
     canaries timed before each benchmark where both sides have them (the suite-wide shift's
     canary, so the two lines agree), else by those at the start and end of the runs."""
-    from pytest_tesserabench import gate
-
     local = local_canary_shift(candidate_runs[-1].benchmarks.values(), baseline_runs) if candidate_runs else None
-    return math.exp(local) if local is not None else gate.canary_ratio(candidate_runs, baseline_runs)
+    if local is not None:
+        return math.exp(local)
+    cand, base = canary_centre(candidate_runs), canary_centre(baseline_runs)
+    return None if cand is None or base is None else cand / base
+
+
+def canary_centre(runs: list) -> float | None:
+    """The median over runs of each run's median canary (ms, start and end), or None."""
+    centres = [
+        float(np.median([c for c in run.canary_ms if c > 0])) for run in runs if any(c > 0 for c in run.canary_ms)
+    ]
+    return float(np.median(centres)) if centres else None
 
 
 def suite_shift(
@@ -211,6 +253,7 @@ def suite_shift(
     alpha: float,
     canary_shift: float | None = None,
     pass_measured: list[dict[str, float]] | None = None,
+    min_benchmarks: int = 4,
 ) -> SuiteShift | None:
     """The whole run's shift against the baseline; ``failed`` when it exceeds the threshold,
     significantly, beyond what the canary explains.
@@ -225,11 +268,11 @@ def suite_shift(
     unchanged suite into a slower one (a new user's unchanged suite, -0.2% against a canary -18.8%,
     failed as "+22.9% unexplained" before)."""
     values = [c - model.effects[i] for i, c in measured.items() if i in model.effects]
-    if len(values) < MIN_BENCHMARKS:
+    if len(values) < min_benchmarks:
         return None
     shift = float(np.median(values))
     by_pass = [[c - model.effects[i] for i, c in p.items() if i in model.effects] for p in pass_measured or []]
-    by_pass = [p for p in by_pass if len(p) >= MIN_BENCHMARKS] or [values]
+    by_pass = [p for p in by_pass if len(p) >= min_benchmarks] or [values]
     everywhere = min(float(np.percentile(p, 25)) for p in by_pass)
     canary = canary_shift  # the canaries before the benchmarks, when both sides have them
     if canary is None and canary_centre is not None and model.canary_centre is not None:
@@ -251,133 +294,34 @@ def suite_shift(
 def pass_measured(records) -> list[dict[str, float]]:
     """Each pass's log centres of the records measured in the most passes (the others, measured
     once, have no passes to compare), for suite_shift."""
-    from pytest_tesserabench import gate
-
-    centres = {r.id: gate.pass_centres(r) for r in records}
+    centres = {r.id: pass_centres(r) for r in records}
     most = max((len(c) for c in centres.values()), default=0)
     if most < 2:
         return []
     return [{i: c[p] for i, c in centres.items() if len(c) == most} for p in range(most)]
 
 
-def fit_baseline(baseline_runs: list) -> BaselineModel | None:
-    """The model of a baseline's runs (their centres, canaries and passes), or None (fit's
-    conditions); computed once per comparison, as everything here depends on the baseline alone."""
-    from pytest_tesserabench import gate
-
-    canaries = [math.log(c) for c in (gate.canary_centre([run]) for run in baseline_runs) if c]
-    model = fit(gate.run_centres(baseline_runs), len(baseline_runs), canaries)
-    return None if model is None else replace(model, pass_states=gate.pass_state_variances(baseline_runs))
-
-
-def compare_run(candidate, baseline_runs: list, config) -> dict:
-    """A whole run judged as the plugin judged it while measuring (for `tesserabench compare` and
-    `report`): the baseline's model, each benchmark's shift from the benchmarks before it in the
-    run (the file keeps the order they were measured in; with interleaved passes, from all the
-    others), the run's canary for the first ones.
-    Without a model (fewer than MIN_BENCHMARKS benchmarks), the plain rule. Either way the run's
-    own conditions (run_conditions.review) qualify the verdicts, as they did in the plugin."""
-    from pytest_tesserabench import confirm, run_conditions
-
-    baseline_runs = confirm.with_processes(baseline_runs)  # as the plugin reads a baseline
-    judge = _run_judge(candidate, baseline_runs, config)
-
-    def judged(more: list) -> dict:
-        return run_conditions.review(
-            list(candidate.benchmarks.values()),
-            judge(more),
-            start_canary_ms=run_conditions.start_samples(candidate.canary_ms),
-            threshold=config.threshold,
-            baseline_runs=baseline_runs,
-            more=[list(run.benchmarks.values()) for run in more],
-        )
-
-    verdicts = judged([])
-    more = confirm.fresh_runs(candidate)  # the fresh processes, where the file kept them
-    if more:  # a benchmark about to fail judged on them too, as the plugin did (confirm.revised)
-        again = judged(more)
-        processes = confirm.Confirmation(processes=[run.benchmarks for run in more])
-        suspects = confirm.suspects(list(candidate.benchmarks.values()), verdicts)
-        for bench_id in (r.id for r in suspects if r.id in more[0].benchmarks):  # (the first holds them all)
-            first, record = verdicts[bench_id], candidate.benchmarks[bench_id]
-            ratios = confirm.fresh_ratios(processes, record, first.ratio) if first.ratio else []
-            verdict, outcome = confirm.settled(first, again[bench_id], ratios, config.threshold)
-            said = f"judged with the {len(more)} fresh process(es) the run file kept (--bench-confirm)"
-            verdicts[bench_id] = replace(verdict, notes=(*verdict.notes, said + (f"; {outcome}" if outcome else "")))
-    return verdicts
-
-
-def run_suite_shift(candidate, baseline_runs: list, config) -> SuiteShift | None:
-    """The suite-wide shift of a run read from a file, as the plugin reported it at the end of
-    the run (every benchmark's centre, the canary of the start and the end)."""
-    from pytest_tesserabench import confirm, gate
-
-    baseline_runs = confirm.with_processes(baseline_runs)  # as the plugin reads a baseline
-    model = fit_baseline(baseline_runs)
-    if model is None:
-        return None
-    canary = gate.canary_centre([candidate])
-    return records_suite_shift(
-        model,
-        candidate.benchmarks.values(),
-        math.log(canary) if canary else None,
-        baseline_runs,
-        threshold=config.threshold,
-        alpha=config.alpha,
-    )
-
-
 def records_suite_shift(
-    model: BaselineModel, records, canary_centre: float | None, baseline_runs: list, *, threshold: float, alpha: float
+    model: BaselineModel,
+    records,
+    canary_centre_log: float | None,
+    baseline_runs: list,
+    *,
+    threshold: float,
+    alpha: float,
+    min_benchmarks: int = 4,
 ) -> SuiteShift | None:
     """suite_shift of a run's records: their centres, their passes and the canaries timed before
     them (the plugin at the end of a run, and `tesserabench compare` on its file)."""
-    from pytest_tesserabench import gate
-
     records = list(records)
-    centres = {r.id: c for r, c in ((r, gate.log_centre(r)) for r in records) if c is not None}
+    centres = {r.id: c for r, c in ((r, log_centre(r)) for r in records) if c is not None}
     return suite_shift(
         model,
         centres,
-        canary_centre,
+        canary_centre_log,
         threshold=threshold,
         alpha=alpha,
         canary_shift=local_canary_shift(records, baseline_runs),
         pass_measured=pass_measured(records),
-    )
-
-
-def _run_judge(candidate, baseline_runs: list, config):
-    """A function of ``more`` (--bench-confirm's fresh processes as runs, or none) that judges
-    the run as the plugin did; the baseline's model, the shifts and the priors are computed once."""
-    from pytest_tesserabench import gate, run_conditions
-
-    model = fit_baseline(baseline_runs)
-    if model is None:
-        return lambda more: gate.compare_runs(
-            [candidate, *more], baseline_runs, config, processes_of_one_run=bool(more)
-        )
-    # While judging, the plugin had the canary of the run's start only (the end's comes after).
-    start = [c for c in run_conditions.start_samples(candidate.canary_ms) if c > 0]
-    log_canary = math.log(float(np.median(start))) if start else None
-    # Measured in interleaved passes, the plugin knew every benchmark's earlier passes before its
-    # last pass judged the first one; the file keeps them (sampling.pass_rounds).
-    earlier = ((i, gate.earlier_passes_centre(r)) for i, r in candidate.benchmarks.items())
-    measured: dict[str, float] = {i: c for i, c in earlier if c is not None}
-    shifts = {}
-    for bench_id in candidate.measured_order or list(candidate.benchmarks):
-        record = candidate.benchmarks[bench_id]
-        centre = gate.log_centre(record)
-        if centre is not None:
-            measured[bench_id] = centre
-        shifts[bench_id] = candidate_shift(model, measured, bench_id, log_canary)
-    priors = gate.baseline_priors(baseline_runs, config.between_run_floor, model)
-    return lambda more: gate.compare_runs(
-        [candidate, *more],
-        baseline_runs,
-        config,
-        model=model,
-        shifts=shifts,
-        priors=priors,
-        processes_of_one_run=bool(more),
+        min_benchmarks=min_benchmarks,
     )

@@ -1,0 +1,98 @@
+"""What the run's own conditions say about its verdicts against a baseline (history mode).
+
+The rule judges timings; two facts about how they were taken qualify it, and may only soften a
+verdict, never make one: a baseline measured in another number of passes (the two sides are
+centred differently: the verdict becomes INCONCLUSIVE) and a CPU other processes shared while a
+regression was timed (a note, with the way to confirm it). A/B mode needs neither: its pairs
+cancel what the machine does, and both sides ran on the same CPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pytest_tesserabench import neighbours, run_queue
+from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
+
+STAGE = "conditions"
+
+
+def review(records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument]):
+    """The verdicts once the run's conditions are taken into account."""
+    return passes_differ(records, cpu_shared(records, verdicts), baseline_runs)
+
+
+def cpu_shared(records: list[BenchRecord], verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
+    """History mode: a note on a REGRESSED benchmark timed on a CPU other processes shared,
+    whether they took its CPU (the run-queue wait, left out of the samples) or ran beside it
+    (``neighbours``), with the way to confirm it. The verdict stands: the run's shared shift and
+    its uncertainty already carry what the load did to the suite; holding such regressions back
+    cost history mode every detection on a loaded machine. A/B measures both sides under the same
+    load."""
+    verdicts = dict(verdicts)
+    for record in records:
+        verdict = verdicts.get(record.id)
+        if verdict is None or verdict.status != "REGRESSED" or verdict.reasons:
+            continue
+        how = sharing(record)
+        if how is not None:
+            note = f"timed on a CPU other processes shared ({how}): confirm it in one job with --bench-ab=REF"
+            verdicts[record.id] = replace(verdict, notes=(*verdict.notes, note))
+    return verdicts
+
+
+def sharing(record: BenchRecord) -> str | None:
+    """How other processes shared the CPU while ``record`` was timed, in words; None when they
+    did not notably (the thresholds are run_queue.SHARED and neighbours.SHARED_CPUS)."""
+    waited, timed = record.cpu_wait()
+    if timed > 0 and waited / timed >= run_queue.SHARED:  # as the summary's "the CPU was shared" line
+        return f"the timing thread waited {waited / timed:.0%} of the time for it"
+    others = record.others_cpus()
+    if others >= neighbours.SHARED_CPUS:
+        return f"other processes kept {others:.1f} CPUs busy beside it"
+    return None
+
+
+def passes_differ(
+    records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument]
+) -> dict[str, Verdict]:
+    """No timing verdict where this run measured in another number of passes than the
+    baseline's runs (say the baseline saved without -n, compared under -n): a run in passes is
+    centred on its lowest pass, one pass on the median of all its rounds, so the two sides are
+    centred differently (a new user's trial: three unchanged benchmarks +34% to +44% under -n 2
+    against a four-pass baseline), and measuring inside an xdist worker is itself another
+    condition. A verdict of the kernel figures (reasons) stands."""
+    verdicts = dict(verdicts)
+    for record in records:
+        verdict = verdicts.get(record.id)
+        if verdict is None or record.sampling is None or verdict.reasons:
+            continue
+        theirs = sorted(
+            {
+                run.benchmarks[record.id].sampling.passes
+                for run in baseline_runs
+                if record.id in run.benchmarks and run.benchmarks[record.id].sampling is not None
+            }
+        )
+        if not theirs or theirs == [record.sampling.passes]:
+            continue
+        note = (
+            f"measured in {record.sampling.passes} pass(es), the baseline's runs in "
+            f"{' or '.join(map(str, theirs))}: the two are centred differently"
+        )
+        timed = verdict.status in ("REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE")
+        verdicts[record.id] = replace(
+            verdict,
+            status="INCONCLUSIVE" if timed else verdict.status,
+            stage=STAGE if timed else verdict.stage,
+            severity=None if timed else verdict.severity,
+            notes=(*verdict.notes, note),
+            hint_text=SAME_PASSES if timed else verdict.hint_text,  # the cause, whatever else the rule saw
+        )
+    return verdicts
+
+
+SAME_PASSES = (
+    "record the baseline and compare with the same --bench-passes (a run under -n makes one pass: "
+    "save the baseline under -n too, or compare without it)"
+)

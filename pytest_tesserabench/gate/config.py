@@ -1,0 +1,70 @@
+"""Every number that can change a verdict of the gate, each with the reason it has its value.
+
+Scripts and tests that try another value pass a ``GateConfig`` (``dataclasses.replace``); nothing
+overwrites a module's constants.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    # -- what the user asks for (options) --------------------------------------------------------
+    # The suite-wide false-alarm budget, split over the m benchmarks compared (Bonferroni): one
+    # unchanged suite in a hundred fails a test, however many benchmarks it has.
+    alpha: float = 0.01
+    # The smallest slowdown worth failing for (relative). Never raised behind the user's back: a
+    # benchmark too noisy to judge at it is INCONCLUSIVE and says what it could have detected.
+    threshold: float = 0.05
+    # The interval printed beside a change.
+    confidence: float = 0.95
+    # "Detectable" means caught with this probability: the size the gate promises to catch.
+    power: float = 0.9
+
+    # -- the noise model (history mode) ----------------------------------------------------------
+    # The least run-to-run drift assumed (relative sd): back-to-back saves in one job understate
+    # the drift between days, and a benchmark that read alike three times is not noise-free.
+    between_run_floor: float = 0.005
+    # The weight, in runs, of the suite-wide prior on a benchmark's drift (the median drift of the
+    # other benchmarks): three saves give a variance 2 degrees of freedom, too few to trust alone.
+    prior_runs: int = 4
+    # Below this many benchmarks, a run's shared shift cannot be told from the benchmarks' own
+    # changes: each is judged on its own drift.
+    min_benchmarks_for_shift: int = 4
+    # Other benchmarks of the candidate run needed to estimate its shared shift for one benchmark.
+    min_others_for_shift: int = 3
+    # A baseline process whose centre (less its run's shift) lies more than this many robust
+    # standard deviations (normal-consistent MAD) from the median of the benchmark's processes is
+    # left out of its centre and noise (Iglewicz and Hoaglin's modified z-score): a save timed on a
+    # busy machine, or a process in an odd state, would otherwise widen every later interval for as
+    # long as the history keeps it. A candidate in such a state is not judged on one process: a
+    # benchmark about to fail is measured again, and the median of its processes decides.
+    outlier_z: float = 3.5
+    # ...with at least this many processes (fewer give no robust scale).
+    min_processes_to_leave_out: int = 5
+
+    # -- the paired rule (A/B) -------------------------------------------------------------------
+    # The numbers of pairs (one process pair) and of pairs per process pair (several) at which the
+    # paired rule may decide; alpha is split over the looks (Bonferroni across interim looks).
+    paired_looks: tuple[int, ...] = (6, 8, 11, 16, 23, 32, 45, 64, 90, 128, 181, 256)
+    process_looks: tuple[int, ...] = (3, 6, 12, 24, 48)
+
+    def __post_init__(self) -> None:
+        def bad(name: str, value: Any, want: str) -> None:
+            raise ValueError(f"GateConfig.{name}={value!r} is invalid: it must be {want}")
+
+        if not 0.0 < self.alpha < 1.0:
+            bad("alpha", self.alpha, "between 0 and 1 (e.g. 0.01)")
+        if not 0.0 <= self.threshold < 10.0:
+            bad("threshold", self.threshold, "a relative slowdown >= 0 (0.05 means 5%)")
+        if not 0.5 < self.confidence < 1.0:
+            bad("confidence", self.confidence, "between 0.5 and 1 (e.g. 0.95)")
+        if not 0.5 <= self.power < 1.0:
+            bad("power", self.power, "between 0.5 and 1 (e.g. 0.9)")
+        if not 0.0 < self.between_run_floor < 1.0:
+            bad("between_run_floor", self.between_run_floor, "a relative sd in (0, 1)")
+        if self.prior_runs < 0:
+            bad("prior_runs", self.prior_runs, ">= 0")

@@ -1,0 +1,254 @@
+"""The decision rule of history mode, vectorised over benchmarks (the simulations call exactly this).
+
+For one benchmark, in log time, with the baseline's processes j = 1..n (every process of every
+save, each less its run's shared shift) and the candidate's processes k = 1..c (this run's
+process, and the fresh ones that measured it again, each less this run's shift):
+
+* ``D = median_k C_k - median_j B_j``: the change (the ratio is exp(D));
+* within-run noise ``w``: round-to-round variance (a normal-consistent MAD), pooled over every
+  process; a centre of r rounds carries ``f(r) w / r`` of it (f: a median's variance factor);
+* between-run noise ``s^2``: the spread of the baseline's centres less their within-run part,
+  *moderated* (empirical Bayes, as limma's moderated t): pooled with a prior worth ``prior_runs``
+  runs whose value is the median drift of the suite's other benchmarks, never below
+  ``between_run_floor`` squared;
+* ``Var(D) = f(c)/c (s^2 + within of a candidate centre) + f(n)/n (s^2 + within of a baseline
+  centre) + the shift's variance``, Student's t on ``prior_runs + n - 1`` degrees of freedom.
+
+Verdicts, at ``alpha / m`` and the user's threshold theta (never raised for a noisy benchmark):
+
+* REGRESSED: one-sided p (slower) < alpha / m and the interval reaches ``1 + theta``;
+* IMPROVED mirrors it;
+* UNCHANGED: the interval rules out a slowdown of theta;
+* INCONCLUSIVE otherwise: not significant, yet theta is not ruled out; and a change the
+  candidate's processes disagree on by more than its own size (their typical distance from their
+  median more than half the change; for two, their gap more than the change): one process's state
+  is not a slowdown of the code (stage ``processes``). One odd process of three moves neither.
+
+The run's shared shift is a correction, not a measurement: its variance (model.Shift) is part of
+Var(D), and a verdict the removed shift outweighs, whose variance is more how unalike the
+benchmarks took the shift than its own measurement, is decided neither way (INCONCLUSIVE, stage
+``shift``: it would rest on an assumption about this benchmark's share of the shift).
+
+``detectable`` is the smallest slowdown the verdict's variance lets the rule catch with
+probability ``power``: ``exp((t(1 - alpha/m) + t(power)) sd) - 1``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from pytest_tesserabench.gate.centres import median_factor
+from pytest_tesserabench.gate.config import GateConfig
+
+SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
+from pytest_tesserabench.gate.kernels import SEVERITY_RANK  # noqa: E402
+
+# What set a verdict's status (Verdict.stage).
+RULE, SHIFT, PROCESSES = "rule", "shift", "processes"
+
+
+@dataclass(frozen=True)
+class NoiseComponents:
+    """Per benchmark (arrays of shape (N,)): what the decision needs from the runs."""
+
+    diff: np.ndarray  # D = C - B (log)
+    base_centre: np.ndarray  # B (log)
+    cand_centre: np.ndarray  # C (log)
+    between_est: np.ndarray  # raw between-run variance estimate (>= 0)
+    between_df: np.ndarray  # its degrees of freedom
+    within_base: np.ndarray  # within-run variance carried by one baseline centre
+    within_cand: np.ndarray  # ... by one candidate centre
+    n_base: np.ndarray  # baseline centres (processes)
+    n_cand: np.ndarray  # candidate centres (processes)
+    cand_spread: np.ndarray  # how far the candidate's processes sit from their median (log MAD; 0 for one)
+
+
+def noise_components(
+    base_centres: np.ndarray,
+    base_within: np.ndarray,
+    base_rounds: np.ndarray,
+    cand_centres: np.ndarray,
+    cand_within: np.ndarray,
+    cand_rounds: np.ndarray,
+    *,
+    candidate_spread: bool = True,
+) -> NoiseComponents:
+    """From per-centre summaries of shape (N, n) (baseline) and (N, c) (candidate).
+    ``candidate_spread``: the candidate's centres are runs of their own, whose spread joins the
+    between-run estimate (the tuner's alternating runs); False where they are processes of one
+    run (history mode): their spread says how processes differ within a run, not how runs do."""
+    bc, bw, bn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (base_centres, base_within, base_rounds))
+    cc, cw, cn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (cand_centres, cand_within, cand_rounds))
+    h_b, h_c = bc.shape[-1], cc.shape[-1]
+
+    weights = np.concatenate([bn - 1, cn - 1], axis=-1).clip(min=0)
+    within_vars = np.concatenate([bw, cw], axis=-1)
+    total_weight = weights.sum(axis=-1)
+    within = np.where(total_weight > 0, (weights * within_vars).sum(axis=-1) / np.maximum(total_weight, 1), 0.0)
+
+    mean_rounds_b, mean_rounds_c = bn.mean(axis=-1), cn.mean(axis=-1)
+    within_base = median_factor(mean_rounds_b) * within / mean_rounds_b
+    within_cand = median_factor(mean_rounds_c) * within / mean_rounds_c
+
+    base_centre = np.median(bc, axis=-1)
+    cand_centre = np.median(cc, axis=-1)
+    squares = ((bc - bc.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
+    spread_df = max(h_b - 1, 0)
+    if candidate_spread:
+        squares = squares + ((cc - cc.mean(axis=-1, keepdims=True)) ** 2).sum(axis=-1)
+        spread_df += max(h_c - 1, 0)
+    df = np.full(base_centre.shape, float(spread_df))
+    raw = np.where(df > 0, squares / np.maximum(df, 1), 0.0)
+    # The spread of run centres also holds their within-run part; keep only the drift.
+    between = np.clip(raw - within_base, 0.0, None)
+    return NoiseComponents(
+        diff=cand_centre - base_centre,
+        base_centre=base_centre,
+        cand_centre=cand_centre,
+        between_est=between,
+        between_df=df,
+        within_base=within_base,
+        within_cand=within_cand,
+        n_base=np.full(base_centre.shape, float(h_b)),
+        n_cand=np.full(base_centre.shape, float(h_c)),
+        cand_spread=np.median(np.abs(cc - cand_centre[..., None]), axis=-1),
+    )
+
+
+def concat_components(parts: Iterable[NoiseComponents]) -> NoiseComponents:
+    parts = list(parts)
+    return NoiseComponents(
+        **{name: np.concatenate([getattr(p, name) for p in parts]) for name in NoiseComponents.__dataclass_fields__}
+    )
+
+
+def suite_prior(between_est: np.ndarray, between_df: np.ndarray, floor: float) -> np.ndarray:
+    """Per benchmark: the median between-run variance of the *other* benchmarks with an
+    estimate, never below floor**2 (a benchmark never serves as its own prior)."""
+    est = np.asarray(between_est, dtype=float)
+    has = np.asarray(between_df) > 0
+    m = est.shape[-1]
+    prior = np.full(est.shape, floor**2)
+    if m < 2:
+        return prior
+    others = ~np.eye(m, dtype=bool)  # (m, m): row j = all but j
+    values = np.where(others & has[..., None, :], est[..., None, :], np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # rows with no estimate
+        med = np.nanmedian(values, axis=-1)
+    return np.where(np.isnan(med), prior, np.maximum(prior, med))
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Per benchmark arrays of the rule's intermediate and final quantities."""
+
+    diff: np.ndarray
+    sd: np.ndarray
+    df: np.ndarray
+    p_slower: np.ndarray
+    p_faster: np.ndarray
+    ci_low: np.ndarray  # log
+    ci_high: np.ndarray  # log
+    theta: np.ndarray  # log(1 + threshold)
+    noise: np.ndarray  # sd of one run's centre (log ~ relative)
+    detectable: np.ndarray  # relative: the smallest slowdown caught with probability ``power``
+    status: np.ndarray  # str: REGRESSED / INCONCLUSIVE / IMPROVED / UNCHANGED
+    stage: np.ndarray  # str: what decided it (PROCESSES), or what its variance is mostly (SHIFT, RULE)
+
+
+def decide(
+    nc: NoiseComponents,
+    prior_var: np.ndarray,
+    config: GateConfig,
+    m: int,
+    *,
+    thresholds: np.ndarray | float | None = None,
+    shift_var: np.ndarray | float = 0.0,
+    shift_df: np.ndarray | float = np.inf,
+    unalike_var: np.ndarray | float = 0.0,
+    shift: np.ndarray | float = 0.0,
+) -> Decision:
+    """The rule (the module's docstring). ``shift_var``: the variance of the run's shared shift
+    removed from each benchmark (0 where none was), on ``shift_df`` degrees of freedom (the
+    degrees of freedom of Var(D) then follow Welch and Satterthwaite); ``unalike_var``: the part
+    of it that is how unalike the benchmarks took the shift (model.Shift.unalike squared);
+    ``shift``: the shift removed (log)."""
+    nu0 = float(config.prior_runs)
+    df = nu0 + nc.between_df
+    floor2 = config.between_run_floor**2
+    between = np.maximum(floor2, (nu0 * prior_var + nc.between_df * nc.between_est) / np.maximum(df, 1e-12))
+    df = np.maximum(df, 1.0)  # no history information at all: Cauchy tails, very cautious
+    shift_var = np.broadcast_to(np.asarray(shift_var, dtype=float), nc.diff.shape)
+    var = (
+        median_factor(nc.n_cand) / nc.n_cand * (between + nc.within_cand)
+        + median_factor(nc.n_base) / nc.n_base * (between + nc.within_base)
+        + shift_var
+    )
+    sd = np.sqrt(var)
+    own = var - shift_var
+    shift_df = np.broadcast_to(np.asarray(shift_df, dtype=float), nc.diff.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        df = np.where(shift_var > 0, var**2 / (own**2 / df + shift_var**2 / np.maximum(shift_df, 1.0)), df)
+    df = np.maximum(df, 1.0)
+    diff = nc.diff
+    t = diff / sd
+    p_slower = stats.t.sf(t, df)
+    p_faster = stats.t.cdf(t, df)
+    q = stats.t.ppf(0.5 + config.confidence / 2, df)
+    ci_low, ci_high = diff - q * sd, diff + q * sd
+    level = config.alpha / max(int(m), 1)
+    detectable = np.expm1((stats.t.ppf(1 - level, df) + stats.t.ppf(config.power, df)) * sd)
+    theta = np.log1p(config.threshold if thresholds is None else np.asarray(thresholds, dtype=float))
+    regressed = (p_slower < level) & (ci_high >= theta)
+    improved = (p_faster < level) & (ci_low <= -theta)
+    status = np.where(
+        regressed, "REGRESSED", np.where(improved, "IMPROVED", np.where(ci_high >= theta, "INCONCLUSIVE", "UNCHANGED"))
+    )
+    # Processes that disagree by more than the change confirm nothing (a process's state): the
+    # typical one further from their median than half the change (two: further apart than it).
+    by_processes = ((status == "REGRESSED") | (status == "IMPROVED")) & (2 * nc.cand_spread > np.abs(diff))
+    # A correction is only as good as its error: a verdict that the removed shift outweighs, and
+    # whose variance is more how unalike the benchmarks took it than its own measurement, rests on
+    # an assumption about this benchmark's share of the shift, not on a measurement: decided
+    # neither way.
+    unalike_var = np.broadcast_to(np.asarray(unalike_var, dtype=float), nc.diff.shape)
+    dominated = (unalike_var > own) & (np.abs(np.asarray(shift, dtype=float)) > np.abs(diff))
+    by_shift = ~by_processes & (status != "INCONCLUSIVE") & dominated
+    stage = np.where(by_processes, PROCESSES, np.where(shift_var > own, SHIFT, RULE))
+    status = np.where(by_processes | by_shift, "INCONCLUSIVE", status)
+    return Decision(
+        diff=diff,
+        sd=sd,
+        df=df,
+        p_slower=p_slower,
+        p_faster=p_faster,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        theta=theta,
+        noise=np.sqrt(between + nc.within_base),
+        detectable=detectable,
+        status=status,
+        stage=stage,
+    )
+
+
+def severity_of(ratio: float) -> str:
+    change = ratio - 1.0
+    for bound, name in SEVERITY_BOUNDS:
+        if change < bound:
+            return name
+    return "severe"
+
+
+def worse(a: str | None, b: str | None) -> str | None:
+    return a if SEVERITY_RANK[a] >= SEVERITY_RANK[b] else b
+
+
+def pct(ratio: float) -> str:
+    return f"{(ratio - 1) * 100:+.1f}%"

@@ -1,0 +1,248 @@
+"""Simulated runs for the gate's whole pipeline: run documents, as the plugin writes them, judged by
+the same code `tesserabench compare` and the plugin use (centres of passes, the run-effect model,
+the run's shared shift, fresh processes, run conditions).
+
+The machine, in log time, per benchmark b of a suite (each level a draw, each draw seeded):
+
+* a **run** (one save, or the candidate run) moves every benchmark by a shared shift S, each
+  benchmark by its own response to it (beta_b * S: benchmarks do not slow alike under load), plus a
+  drift of its own (sd ``run_sd[b]``). Quiet runs: S ~ N(0, 1%); a loaded candidate: S of 30-60%,
+  beta_b from 0.7 to 1.3. The candidate run, later than the back-to-back saves, also moves each
+  benchmark its own way (sd ``condition_sd[b]``: on the CI VM a quiet candidate ten minutes after
+  its baseline read unchanged benchmarks -6% to +10%);
+* a **process** adds a steady bias of its own per benchmark (sd ``process_sd[b]``), now and then
+  an odd state (with probability ``odd_rate``, +20% to +70% for its whole life); one benchmark of
+  the suite is bimodal (each process sits at +8% with probability 0.3);
+* a **pass** of the session's process can catch a slow stretch of the machine (probability
+  ``stretch_rate``: +5% to +40% for the benchmarks measured in it);
+* a **round** adds round noise (sd ``round_sd[b]``) and now and then a spike (+10-50%).
+
+A baseline is ``history`` saves, each the session's process in 4 passes and ``save_processes``
+fresh processes in 4 blocks. A candidate run is one session process in 4 passes, with
+``confirm`` fresh processes measured for every benchmark and kept in the file (the pipeline
+reads them only for the benchmarks it would measure again). One baseline save in ``busy_save``
+is timed on a busy machine (+20% to +100% for every benchmark of its session process).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pytest_tesserabench.results import BenchRecord, RunDocument, Sampling, Stats
+
+PASSES = 4
+ROUNDS_PER_PASS = 6
+CANARY_MS = 2.0
+
+
+@dataclass(frozen=True)
+class Machine:
+    """How noisy the simulated machine is (the module's docstring says what each level is)."""
+
+    benchmarks: int = 8
+    history: int = 3
+    save_processes: int = 2
+    confirm: int = 2
+    shared_sd: float = 0.01  # quiet runs' shared shift
+    loaded: tuple[float, float] | None = None  # the candidate's shared shift range (log-relative), or quiet
+    response: tuple[float, float] = (0.7, 1.3)  # beta_b: how much of the shared shift a benchmark takes
+    run_sd: tuple[float, float] = (0.002, 0.02)  # range of the benchmarks' own run drift
+    condition_sd: tuple[float, float] = (0.005, 0.03)  # range of the candidate's own drift per benchmark
+    process_sd: tuple[float, float] = (0.003, 0.03)
+    round_sd: tuple[float, float] = (0.005, 0.04)
+    odd_rate: float = 0.03
+    stretch_rate: float = 0.1
+    spike_rate: float = 0.05
+    busy_save: float = 0.1  # probability that a baseline save's session process ran on a busy machine
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One simulated project: its benchmarks' levels and noise, fixed across its runs."""
+
+    ids: list[str]
+    base_ms: np.ndarray
+    run_sd: np.ndarray
+    condition_sd: np.ndarray
+    process_sd: np.ndarray
+    round_sd: np.ndarray
+    bimodal: int  # index of the benchmark whose processes sit at two levels
+
+
+def make_suite(rng: np.random.Generator, machine: Machine) -> Suite:
+    m = machine.benchmarks
+    return Suite(
+        ids=[f"test_w.py::test_w[b{i}]" for i in range(m)],
+        base_ms=np.exp(rng.uniform(math.log(0.1), math.log(20.0), m)),
+        run_sd=rng.uniform(*machine.run_sd, m),
+        condition_sd=rng.uniform(*machine.condition_sd, m),
+        process_sd=rng.uniform(*machine.process_sd, m),
+        round_sd=rng.uniform(*machine.round_sd, m),
+        bimodal=int(rng.integers(m)),
+    )
+
+
+def _process_levels(rng, suite: Suite, machine: Machine) -> np.ndarray:
+    """A process's steady bias per benchmark (log)."""
+    m = len(suite.ids)
+    bias = rng.normal(0.0, suite.process_sd)
+    odd = rng.random(m) < machine.odd_rate
+    bias += odd * np.log1p(rng.uniform(0.2, 0.7, m))
+    if rng.random() < 0.3:
+        bias[suite.bimodal] += math.log(1.08)
+    return bias
+
+
+def _rounds(rng, level: float, sd: float, machine: Machine, stretches: bool, blocks: int = PASSES):
+    """Round medians (ms) of one benchmark in one process: ``blocks`` passes of rounds."""
+    out = []
+    for _ in range(blocks):
+        pass_level = level
+        if stretches and rng.random() < machine.stretch_rate:
+            pass_level += math.log1p(rng.uniform(0.05, 0.4))
+        noise = rng.normal(0.0, sd, ROUNDS_PER_PASS)
+        spikes = (rng.random(ROUNDS_PER_PASS) < machine.spike_rate) * np.log1p(rng.uniform(0.1, 0.5, ROUNDS_PER_PASS))
+        out.append(np.exp(pass_level + noise + spikes))
+    return np.concatenate(out)
+
+
+def _record(bench_id: str, rounds_ms: np.ndarray, canary_ms: float | None, fresh: list[dict] | None) -> BenchRecord:
+    nodeid = bench_id
+    rounds = [float(r) for r in rounds_ms]
+    return BenchRecord(
+        nodeid=nodeid,
+        name=None,
+        group="test_w.py::test_w",
+        timer="cpu",
+        rounds_ms=rounds,
+        stats=Stats.of(rounds),
+        sampling=Sampling(passes=PASSES, pass_rounds=(ROUNDS_PER_PASS,) * PASSES),
+        canary_ms=canary_ms,
+        confirm=fresh,
+    )
+
+
+def make_run(
+    rng: np.random.Generator,
+    suite: Suite,
+    machine: Machine,
+    *,
+    fresh: int,
+    slowdown: np.ndarray | None = None,
+    loaded: bool = False,
+    busy: bool = False,
+) -> RunDocument:
+    """One run of the suite: its session process (in passes) and ``fresh`` fresh processes kept in
+    each record (``confirm``)."""
+    m = len(suite.ids)
+    if loaded and machine.loaded is not None:
+        shift = rng.uniform(*machine.loaded)
+        response = rng.uniform(*machine.response, m)
+    else:
+        shift, response = rng.normal(0.0, machine.shared_sd), np.ones(m)
+    run_level = np.log(suite.base_ms) + response * shift + rng.normal(0.0, suite.run_sd)
+    if loaded:  # (the candidate: later than the saves, under conditions of its own)
+        run_level = run_level + rng.normal(0.0, suite.condition_sd)
+    if slowdown is not None:
+        run_level = run_level + np.log1p(slowdown)
+    session = run_level + _process_levels(rng, suite, machine)
+    if busy:
+        session = session + np.log1p(rng.uniform(0.2, 1.0)) * rng.uniform(0.5, 1.5, m)
+    processes = [run_level + _process_levels(rng, suite, machine) for _ in range(fresh)]
+    canary = CANARY_MS * math.exp(shift * rng.uniform(*machine.response))
+    records = {}
+    for b, bench_id in enumerate(suite.ids):
+        kept = [
+            {
+                "rounds_ms": [float(r) for r in _rounds(rng, process[b], suite.round_sd[b], machine, False)],
+                "pass_rounds": [ROUNDS_PER_PASS] * PASSES,
+                "canary_ms": canary,
+            }
+            for process in processes
+        ]
+        rounds = _rounds(rng, session[b], suite.round_sd[b], machine, True)
+        records[bench_id] = _record(bench_id, rounds, canary, kept or None)
+    return RunDocument(
+        benchmarks=records,
+        machine={"key": "sim"},
+        canary_ms=[canary] * 40,
+        measured_order=list(suite.ids),
+    )
+
+
+def make_baseline(rng, suite: Suite, machine: Machine) -> list[RunDocument]:
+    return [
+        make_run(rng, suite, machine, fresh=machine.save_processes, busy=rng.random() < machine.busy_save)
+        for _ in range(machine.history)
+    ]
+
+
+def without_fresh(run: RunDocument) -> RunDocument:
+    """The run as one process alone measured it (no fresh processes kept)."""
+    return dataclasses.replace(
+        run, benchmarks={i: dataclasses.replace(r, confirm=None) for i, r in run.benchmarks.items()}
+    )
+
+
+@dataclass
+class Tally:
+    """Outcomes per kind of benchmark-run: unchanged, and each slowdown."""
+
+    counts: dict
+
+    @classmethod
+    def empty(cls) -> Tally:
+        return cls(counts={})
+
+    def add(self, kind: str, status: str, detectable: float | None = None) -> None:
+        row = self.counts.setdefault(kind, {"n": 0})
+        row["n"] += 1
+        row[status] = row.get(status, 0) + 1
+        if detectable is not None and kind != "unchanged":
+            size = float(kind.strip("+%")) / 100
+            where = "detectable" if detectable <= size else "not detectable"
+            row[f"n {where}"] = row.get(f"n {where}", 0) + 1
+            row[f"{status} {where}"] = row.get(f"{status} {where}", 0) + 1
+
+    def rate(self, kind: str, status: str = "REGRESSED", where: str | None = None) -> float:
+        """The share of ``kind``'s outcomes that are ``status`` (among those the baseline said are
+        ``where``: "detectable" or "not detectable")."""
+        row = self.counts.get(kind, {"n": 0})
+        n = row.get("n" if where is None else f"n {where}", 0)
+        found = row.get(status if where is None else f"{status} {where}", 0)
+        return found / n if n else float("nan")
+
+
+def simulate(
+    judge,
+    machine: Machine,
+    *,
+    suites: int,
+    seed: int,
+    slowdowns=(0.0, 0.05, 0.10, 0.20),
+    slowed: int = 2,
+    detectable=None,
+):
+    """Judge ``suites`` simulated projects, each with a fresh baseline and one candidate run per
+    slowdown (its first ``slowed`` benchmarks slower by it): ``judge(candidate, baseline_runs)`` ->
+    {id: Verdict}; ``detectable(baseline_runs)`` -> {id: the smallest slowdown the baseline says
+    the gate catches} (None: not known). Returns the Tally."""
+    tally = Tally.empty()
+    for index in range(suites):
+        rng = np.random.default_rng([seed, index])
+        suite = make_suite(rng, machine)
+        baseline = make_baseline(rng, suite, machine)
+        said = detectable(baseline) if detectable is not None else {}
+        for size in slowdowns:
+            slow = np.zeros(len(suite.ids))
+            slow[:slowed] = size
+            candidate = make_run(rng, suite, machine, fresh=machine.confirm, slowdown=slow, loaded=True)
+            verdicts = judge(candidate, baseline)
+            for b, bench_id in enumerate(suite.ids):
+                kind = "unchanged" if slow[b] == 0 else f"+{size * 100:.0f}%"
+                tally.add(kind, verdicts[bench_id].status, said.get(bench_id))
+    return tally
