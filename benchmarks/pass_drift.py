@@ -8,9 +8,9 @@ repetition so that none gets a quieter stretch of time. For each N, the runs are
 gate does (`run_effect.fit`: Tukey's median polish of the benchmarks x runs table of run centres)
 and it prints: the spread of the runs' shared shifts (what the run-effect model removes), the
 residual drift per benchmark (what is left, the between-run noise the gate judges against), and
-the mean wall time of a run, once per way of combining a run's passes into its centre
-(gate.PASS_CENTRE: the median of the passes' centres, the rule; the mean, the rule before).
-Figures go to docs/gate.md ("Interleaved passes") with date and machine.
+the mean wall time of a run. A run's centre is the gate's (gate.centres: the lowest pass's median).
+Earlier figures, and those of the ways of combining passes tried before, are in
+docs/gate-evidence.md ("Interleaved passes").
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gate_real  # noqa: E402  (the throwaway repository and its virtual environment)
 
-from pytest_tesserabench import gate, results, run_effect  # noqa: E402
-from pytest_tesserabench.gate import log_centre  # noqa: E402
+from pytest_tesserabench import results  # noqa: E402
+from pytest_tesserabench.gate import model as run_effect  # noqa: E402
+from pytest_tesserabench.gate.centres import log_centre  # noqa: E402
 
 
 def one_run(python: Path, repo: Path, passes: int, out: Path) -> tuple[results.RunDocument, float]:
@@ -86,16 +87,10 @@ def main() -> int:
         print(f"repetition {rep + 1}/{args.reps} done", file=sys.stderr)
 
     print(f"\n{args.reps} runs per number of passes, interleaved; six workloads of gate_real.py; defaults otherwise")
-    print(
-        "\n| passes (run centre) | shared shift sd | residual drift, median | residual drift per benchmark "
-        "| wall time of a run |"
-    )
+    print("\n| passes | shared shift sd | residual drift, median | residual drift per benchmark | wall time of a run |")
     print("|---|---:|---:|---|---:|")
     for n in schemes:
-        rules = list(gate._COMBINE_PASSES) if n > 1 else [gate.PASS_CENTRE]  # one pass: one centre
-        for rule in rules:
-            gate.PASS_CENTRE = rule
-            print(drift_row(f"{n} ({rule} of passes)" if n > 1 else "1", runs[n], seconds[n]))
+        print(drift_row(str(n), runs[n], seconds[n]))
     return 0
 
 

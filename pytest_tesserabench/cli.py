@@ -227,23 +227,25 @@ def _print_detectable(console, runs, args: argparse.Namespace) -> None:
     detectable = History.of(runs, config).detectable()
     if not detectable:
         return
-    above = sum(1 for d in detectable.values() if d > args.threshold)
-    title = (
-        f"what the gate can catch against it: the smallest slowdown caught with {config.power:.0%} probability "
-        f"at alpha {args.alpha:g} (3 processes: this run's and --bench-confirm's 2), threshold {args.threshold:.0%}"
+    threshold = f"{args.threshold * 100:g}%"
+    console.print(
+        f"What the gate catches against it: the smallest slowdown caught with {config.power:.0%} probability at "
+        f"alpha {args.alpha:g}, in a run as quiet as these measured in 3 processes (its own and --bench-confirm's "
+        f"2); threshold {threshold}:"
     )
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     table.add_column("benchmark", overflow="fold")
     table.add_column("catches", justify="right")
     table.add_column("", no_wrap=True)
     for bench_id, size in sorted(detectable.items()):
         table.add_row(bench_id, f"{size:.1%}", "above the threshold" if size > args.threshold else "")
     console.print(table)
+    above = sum(1 for d in detectable.values() if d > args.threshold)
     if above:
         console.print(
-            f"{above} of {len(detectable)} benchmark(s) cannot be judged at {args.threshold:.0%} on this machine: "
-            "their comparisons will end INCONCLUSIVE unless they move more. More saves, a quieter runner, or "
-            "--bench-ab=REF (both sides in one job) would let the gate see smaller changes."
+            f"{above} of {len(detectable)} benchmark(s) cannot be judged at {threshold} on this machine: their "
+            "comparisons end INCONCLUSIVE unless they move more. More saves, a quieter runner, or --bench-ab=REF "
+            "(both sides in one job) let the gate see smaller changes."
         )
 
 

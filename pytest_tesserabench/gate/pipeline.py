@@ -266,7 +266,17 @@ class History:
                 detectable=detectable,
                 shift=math.expm1(shift.value) if shift is not None else None,
                 processes=processes,
-                hint_text=_hint(stage, history, detectable, threshold, shift) if status == "INCONCLUSIVE" else None,
+                hint_text=(
+                    _hint(
+                        SHIFT if bool(dec.mostly_shift[i]) and stage == RULE else stage,
+                        history,
+                        detectable,
+                        threshold,
+                        shift,
+                    )
+                    if status == "INCONCLUSIVE"
+                    else None
+                ),  # fmt: skip
             )
         return verdicts
 

@@ -159,7 +159,8 @@ class Decision:
     noise: np.ndarray  # sd of one run's centre (log ~ relative)
     detectable: np.ndarray  # relative: the smallest slowdown caught with probability ``power``
     status: np.ndarray  # str: REGRESSED / INCONCLUSIVE / IMPROVED / UNCHANGED
-    stage: np.ndarray  # str: what decided it (PROCESSES), or what its variance is mostly (SHIFT, RULE)
+    stage: np.ndarray  # str: what set the status (RULE, SHIFT, PROCESSES)
+    mostly_shift: np.ndarray  # bool: the shift's variance is more than the benchmark's own
 
 
 def decide(
@@ -220,7 +221,7 @@ def decide(
     unalike_var = np.broadcast_to(np.asarray(unalike_var, dtype=float), nc.diff.shape)
     dominated = (unalike_var > own) & (np.abs(np.asarray(shift, dtype=float)) > np.abs(diff))
     by_shift = ~by_processes & (status != "INCONCLUSIVE") & dominated
-    stage = np.where(by_processes, PROCESSES, np.where(shift_var > own, SHIFT, RULE))
+    stage = np.where(by_processes, PROCESSES, np.where(by_shift, SHIFT, RULE))
     status = np.where(by_processes | by_shift, "INCONCLUSIVE", status)
     return Decision(
         diff=diff,
@@ -235,6 +236,7 @@ def decide(
         detectable=detectable,
         status=status,
         stage=stage,
+        mostly_shift=shift_var > own,
     )
 
 

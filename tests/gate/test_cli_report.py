@@ -114,6 +114,25 @@ def test_show_says_how_many_processes_a_saved_run_was_measured_in(files, tmp_pat
     assert [row[6] for row in rows] == ["-", "-", "-", "3"]  # (after #, date, time, commit, branch, benchmarks)
 
 
+def test_show_says_what_the_gate_can_catch_against_the_baseline(files, tmp_path, capsys):
+    # Three saves of two benchmarks about 0.3% apart: slowdowns of about 3% are caught, so the
+    # default 5% threshold is within reach and a 1% one is not, and it says what to do.
+    from pytest_tesserabench.baseline import load_baseline
+    from pytest_tesserabench.gate.pipeline import History
+
+    assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "100"]) == 0
+    out = capsys.readouterr().out
+    catches = History.of(load_baseline(files[0], machine_key=KEY).runs).detectable()
+    assert set(catches) == {"t::fast", "t::slow"} and all(0.01 < c < 0.05 for c in catches.values())
+    rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip().startswith("t::")}
+    assert rows == {bench_id: f"{size:.1%}" for bench_id, size in catches.items()}
+    assert "above the threshold" not in out and "cannot be judged" not in out
+    assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--threshold", "1", "--width", "100"]) == 0
+    strict = " ".join(capsys.readouterr().out.split())
+    assert "threshold 1%" in strict and strict.count("above the threshold") == 2
+    assert "2 of 2 benchmark(s) cannot be judged at 1% on this machine" in strict and "--bench-ab=REF" in strict
+
+
 def test_show_missing_and_bad_names(tmp_path, capsys):
     assert main(["show", "nope", "--dir", str(tmp_path)]) == 2
     assert "--bench-save=nope" in capsys.readouterr().err

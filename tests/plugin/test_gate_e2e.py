@@ -67,6 +67,17 @@ def test_save_then_compare_unchanged_passes(project, monkeypatch):
     result.stdout.fnmatch_lines(["*compared with baseline main*", "*UNCHANGED*"])
 
 
+def test_a_save_says_which_benchmarks_the_gate_cannot_judge_at_the_threshold(project, monkeypatch):
+    # 0.5% drift between runs: 5% slowdowns are within reach, 1% ones are not; the third save says
+    # so, naming them and what each can be judged at.
+    save_three(project, monkeypatch)
+    out = " ".join(project.runpytest("--bench-save=main", *ARGS).stdout.str().split())
+    assert "the gate can catch slowdowns of" not in out
+    strict = " ".join(project.runpytest("--bench-save=main", "--bench-threshold=1", *ARGS).stdout.str().split())
+    assert "on this machine the gate can catch slowdowns of 1% in 0 of 3 timed benchmark(s); not in" in strict
+    assert "test_kernels.py::test_work[a] (" in strict and "`tesserabench show main` lists them all" in strict
+
+
 def test_a_thirty_percent_slowdown_fails_exactly_its_test(project, monkeypatch):
     save_three(project, monkeypatch)
     monkeypatch.setenv("SLOWER_b", "1.3")
