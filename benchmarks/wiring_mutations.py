@@ -511,10 +511,10 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
-        "--bench-save-processes: the processes are started once per run",
+        "fresh processes (a save's, --bench-confirm's) are started once per run",
         PLUGIN,
-        "        if state.save_processes is None:\n            from pytest_tesserabench.confirm import SaveProcesses",
-        "        if True:\n            from pytest_tesserabench.confirm import SaveProcesses",
+        "        if state.process_pool is None:\n            from pytest_tesserabench.confirm import ProcessPool",
+        "        if True:\n            from pytest_tesserabench.confirm import ProcessPool",
         (CONFIRM,),
     ),
     Mutation(

@@ -112,12 +112,14 @@ class BaselineComparison:
         canary: float | None,
         *,
         measure_again=None,
+        processes_again: int = 2,
         machine: dict | None = None,
     ) -> dict[str, Verdict]:
         """Verdicts for one test's records against the baseline (gate.pipeline.judge_test).
         ``measured``: the log centres of every benchmark this process measured so far (this test's
         included), from which the run's shared shift is estimated; ``canary``: this run's log
-        canary; ``measure_again``: measures records again in fresh processes (confirm.py)."""
+        canary; ``measure_again``: measures records again in ``processes_again`` fresh processes
+        (confirm.py)."""
         from pytest_tesserabench.gate.pipeline import judge_test
 
         history = self.history
@@ -128,6 +130,7 @@ class BaselineComparison:
             thresholds=thresholds,
             shifts={r.id: history.shift(r.id, measured, canary) for r in records},
             measure_again=measure_again,
+            processes_again=processes_again,
             machine=machine or {},
         )
 

@@ -44,7 +44,10 @@ MIN_BLOCK_ROUNDS = 3  # a block's median needs a few rounds to be a centre at al
 
 def blocks_like(record: BenchRecord) -> list[int]:
     """Rounds per block for a fresh process: as many blocks as ``record`` has passes, each of its
-    mean pass length, so the gate reads a fresh record's centre as it reads this one's."""
+    mean pass length, so the gate reads a fresh record's centre as it reads this one's. (Not
+    fewer to save time: the lowest of shorter blocks' medians reads lower, a bias of its own
+    between the processes; in the simulation half-length blocks cost a fifth of the slowdowns
+    the baseline said were detectable.)"""
     sampling = record.sampling
     passes = sampling.pass_rounds if sampling is not None and len(sampling.pass_rounds) > 1 else ()
     if passes:
@@ -69,64 +72,30 @@ def fresh_process(
     )
 
 
-def confirm(
-    suspects: list[BenchRecord],
-    *,
-    processes: int,
-    settings: Settings,
-    rootdir: Path,
-    cache_dir: Path | None,
-    extra_args: list[str] = (),
-    canary: Callable[[], float | None] = lambda: None,
-) -> Processes:
-    """Measure ``suspects`` (records of one test) again in ``processes`` fresh processes, one at a
-    time, ``canary()`` timed (here) right before each measurement, as before any other. Never
-    raises for the processes' sake: what went wrong is ``problem``."""
-    nodeid = suspects[0].nodeid
-    start = time.perf_counter()
-    measured_by: list[dict[str, BenchRecord]] = []
-    problem = None
-    for index in range(processes):
-        process = fresh_process(
-            f"fresh process {index + 1} of {processes} for {nodeid}",
-            [nodeid.split("::", 1)[0]],
-            option="--bench-confirm",
-            settings=settings,
-            rootdir=rootdir,
-            cache_dir=cache_dir,
-            extra_args=extra_args,
-        )
-        try:
-            process.launch()
-            process.connect()
-            records = _measure_in(process, nodeid, suspects, canary)
-        except ABError as exc:
-            problem = str(exc)
-            break
-        finally:
-            process.close()
-        if isinstance(records, str):
-            problem = f"--bench-confirm: {process.where}: {records}"
-            break
-        measured_by.append(records)
-    return Processes(measured_by, time.perf_counter() - start, problem)
+class ProcessPool:
+    """A run's fresh processes: started once, at the first test that needs them, each collecting
+    every benchmark test file of the run, and kept until the run ends; each measures a test's
+    calls in turn when asked (``measure``). ``option`` names what they serve in messages.
 
-
-class SaveProcesses:
-    """--bench-save-processes' fresh processes: started once, at the first test a saving run
-    measures again, each collecting every test file of the run, and kept until the run ends; each
-    measures every test's calls in turn (``measure``).
-
-    Why not a process per test, as --bench-confirm starts: that paid pytest's start-up and
-    collection once per test and process (about 2.8 s per test on the CI VM, more where the tests
-    import torch or create a CUDA context), on every save. And a process that runs the suite, as
-    the session's does, is the kind of process the baseline speaks for; the k-th of them is then
-    one process for every benchmark, as the run-effect model reads it (a run of its own). A process
-    that dies is replaced at the next test; the test it died in is saved without it."""
+    Why not a process per test: that paid pytest's start-up and collection once per test and
+    process (about 2.8 s per test on the CI VM, more where the tests import torch or create a CUDA
+    context). And a process that runs the suite, as the session's does, is the kind of process the
+    baseline speaks for; the k-th of a save's is then one process for every benchmark, as the
+    run-effect model reads it (a run of its own). A process that dies is replaced at the next test;
+    the test it died in is measured without it."""
 
     def __init__(
-        self, count: int, *, settings: Settings, rootdir: Path, cache_dir: Path | None, extra_args, test_files
+        self,
+        count: int,
+        *,
+        option: str,
+        settings: Settings,
+        rootdir: Path,
+        cache_dir: Path | None,
+        extra_args,
+        test_files,
     ):
+        self.option = option
         self.settings, self.rootdir, self.cache_dir = settings, rootdir, cache_dir
         self.extra_args, self.test_files = list(extra_args), list(test_files)
         self.slots: list[ServedProcess | None] = [None] * count
@@ -149,7 +118,7 @@ class SaveProcesses:
                 problem = problem or str(exc)
                 continue
             if isinstance(measured, str):
-                problem = problem or f"--bench-save-processes: {process.where}: {measured}"
+                problem = problem or f"{self.option}: {process.where}: {measured}"
                 continue
             measured_by.append(measured)
         problem = problem if len(measured_by) < len(self.slots) else None
@@ -167,7 +136,7 @@ class SaveProcesses:
             self.slots[index] = fresh_process(
                 f"fresh process {index + 1} of {len(self.slots)}" + (" (a replacement)" if replacing else ""),
                 self.test_files,
-                option="--bench-save-processes",
+                option=self.option,
                 settings=self.settings,
                 rootdir=self.rootdir,
                 cache_dir=self.cache_dir,

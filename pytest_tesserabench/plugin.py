@@ -501,7 +501,8 @@ class SessionHooks:
             return result
         records = list(fixture.records.values())
         saved = self._measure_for_save(item, records)
-        verdicts = self.state.judge(records, fixture.threshold, self._measure_again(item, saved))
+        again = len(saved.measured) if saved is not None else self.state.settings.confirm
+        verdicts = self.state.judge(records, fixture.threshold, self._measure_again(item, saved), again)
         failures = []
         unresolved_fails = self.state.settings.unresolved == "fail" and self.state.comparison is not None
         for record in records:
@@ -562,7 +563,8 @@ class SessionHooks:
         if not measured:
             return None
         with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
-            processes = self._save_processes(item, _inifile(item)).measure(measured, state.instruments.local_canary)
+            pool = self._process_pool(item, state.settings.save_processes, "--bench-save-processes")
+            processes = pool.measure(measured, state.instruments.local_canary)
         _keep_processes(measured, processes)
         if processes.problem:
             item.warn(
@@ -593,40 +595,32 @@ class SessionHooks:
             return None
 
         def measure_again(again):
-            from pytest_tesserabench import confirm
-
-            with state.instruments.measurement_lock():
-                processes = confirm.confirm(
-                    again,
-                    processes=state.settings.confirm,
-                    settings=state.settings,
-                    rootdir=state.context.rootdir,
-                    cache_dir=state.instruments.cache_dir,
-                    extra_args=_inifile(item),
-                    canary=state.instruments.local_canary,
-                )
+            pool = self._process_pool(item, state.settings.confirm, "--bench-confirm")
+            with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
+                processes = pool.measure(again, state.instruments.local_canary)
             _keep_processes(again, processes)
             return processes
 
         return measure_again
 
-    def _save_processes(self, item: pytest.Item, extra_args: list[str]):
-        """The saving run's fresh processes (confirm.SaveProcesses), made at the first test that
-        needs them, collecting the files of every benchmark test of this run."""
+    def _process_pool(self, item: pytest.Item, count: int, option: str):
+        """This run's fresh processes (confirm.ProcessPool): a save's, or --bench-confirm's; made at
+        the first test that needs them, collecting the files of every benchmark test of this run."""
         state = self.state
-        if state.save_processes is None:
-            from pytest_tesserabench.confirm import SaveProcesses
+        if state.process_pool is None:
+            from pytest_tesserabench.confirm import ProcessPool
 
             benchmarks = (i.nodeid for i in item.session.items if "bench" in getattr(i, "fixturenames", ()))
-            state.save_processes = SaveProcesses(
-                state.settings.save_processes,
+            state.process_pool = ProcessPool(
+                count,
+                option=option,
                 settings=state.settings,
                 rootdir=state.context.rootdir,
                 cache_dir=state.instruments.cache_dir,
-                extra_args=extra_args,
+                extra_args=_inifile(item),
                 test_files=list(dict.fromkeys(nodeid.split("::", 1)[0] for nodeid in benchmarks)),
             )
-        return state.save_processes
+        return state.process_pool
 
     def _end_test_on_both_sides(self, item: pytest.Item) -> None:
         """The reference finished the test too: its records join ours; its calls we never made
@@ -749,8 +743,8 @@ class SessionHooks:
                 remove(state.ab.reference)
         if state.status is not None:
             state.status.close()
-        if state.save_processes is not None:
-            state.save_processes.close()
+        if state.process_pool is not None:
+            state.process_pool.close()
         config.pluginmanager.unregister(self, self.NAME)
 
 

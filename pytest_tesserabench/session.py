@@ -42,7 +42,7 @@ class BenchSession:
         self.measured: dict[str, float] = {}  # id -> log centre, of what this process measured
         self.suite = None  # gate.model.SuiteShift of the whole run (controller, at the end)
         self.status = None  # report.progress.StatusLine while measuring on a terminal
-        self.save_processes = None  # confirm.SaveProcesses of a run that saves (--bench-save-processes)
+        self.process_pool = None  # confirm.ProcessPool: a save's fresh processes, or --bench-confirm's
 
     # -- before measuring --------------------------------------------------------------------------
     def open_baselines(self) -> str | None:
@@ -67,7 +67,9 @@ class BenchSession:
         return self.comparison is not None or self.settings.ab is not None
 
     # -- judging -----------------------------------------------------------------------------------
-    def judge(self, records: list[BenchRecord], threshold: float, measure_again=None) -> dict[str, Verdict]:
+    def judge(
+        self, records: list[BenchRecord], threshold: float, measure_again=None, processes_again: int = 2
+    ) -> dict[str, Verdict]:
         """Verdicts for one test's records: IMPOSSIBLE where the throughput beats the device's
         roofline, else the gate's against the baseline (gate.pipeline; ``measure_again`` measures
         a benchmark again in fresh processes) or, with --bench-ab, against the reference."""
@@ -89,6 +91,7 @@ class BenchSession:
                 self.measured,
                 self.context.log_canary(),
                 measure_again=measure_again,
+                processes_again=processes_again,
                 machine=self.context.machine_info,
             )
         for record in records:

@@ -74,6 +74,7 @@ class Processes:
 
 
 MeasureAgain = Callable[[list[BenchRecord]], Processes]
+PROCESSES_AGAIN = 2  # the fresh processes a benchmark is measured again in, by default (--bench-confirm)
 
 
 @dataclass(frozen=True)
@@ -333,11 +334,23 @@ def judge_test(
     shifts: Mapping[str, Shift | None] | None = None,
     measure_again: MeasureAgain | None = None,
     machine: Mapping = {},
+    processes_again: int = PROCESSES_AGAIN,
 ) -> dict[str, Verdict]:
-    """The verdicts of one test's records: stages 1-3, then 4 for those worth measuring again."""
-    verdicts = history.judge(records, m=m, thresholds=thresholds, shifts=shifts, machine=machine)
+    """The verdicts of one test's records: stages 1-3, then 4 for those worth measuring again in
+    ``processes_again`` fresh processes."""
+    options = dict(m=m, thresholds=thresholds, shifts=shifts, machine=machine)
+    verdicts = history.judge(records, **options)
     again = [r for r in records if worth_measuring_again(verdicts.get(r.id))]
     if not again or measure_again is None:
+        return verdicts
+    # An undecided one only where the processes could decide it: were they to read what this one
+    # read, the verdict on all of them would be a slowdown. Else they would cost a process
+    # start-up and the test's time each for nothing (a 30 us call whose interval spans 0.01x-100x).
+    undecided = [r for r in again if verdicts[r.id].status == "INCONCLUSIVE"]
+    if undecided:
+        alike = history.judge(undecided, **options, processes=[{r.id: r for r in undecided}] * processes_again)
+        again = [r for r in again if r not in undecided or alike[r.id].status == "REGRESSED"]
+    if not again:
         return verdicts
     processes = measure_again(again)
     if not processes.measured:
@@ -345,9 +358,7 @@ def judge_test(
             verdict = verdicts[record.id]
             verdicts[record.id] = replace(verdict, notes=(*verdict.notes, f"not measured again: {processes.problem}"))
         return verdicts
-    judged = history.judge(
-        again, m=m, thresholds=thresholds, shifts=shifts, processes=processes.measured, machine=machine
-    )
+    judged = history.judge(again, **options, processes=processes.measured)
     for record in again:
         first, verdict = verdicts[record.id], judged[record.id]
         said = _processes_note(record, first, processes)
@@ -385,6 +396,8 @@ def judge_run(candidate: RunDocument, baseline_runs: list[RunDocument], config: 
         measured = [{r.id: run.benchmarks[r.id] for r in again if r.id in run.benchmarks} for run in kept]
         return Processes([p for p in measured if p], source="fresh process(es) the run file kept")
 
+    processes_again = len(kept) or PROCESSES_AGAIN
+
     known = set(history.ids)
     m = max(sum(1 for r in records if r.id in known), 1)
     missing = {
@@ -406,6 +419,7 @@ def judge_run(candidate: RunDocument, baseline_runs: list[RunDocument], config: 
                 shifts=shifts,
                 measure_again=measure_again if kept else None,
                 machine=candidate.machine,
+                processes_again=processes_again,
             )
         )
     return {**{record.id: verdicts[record.id] for record in records}, **missing}

@@ -36,6 +36,7 @@ from pytest_tesserabench.results import BenchRecord, RunDocument, Sampling, Stat
 
 PASSES = 4
 ROUNDS_PER_PASS = 6
+FRESH_ROUNDS = 6  # a fresh process's rounds per block (confirm.blocks_like: as a pass)
 CANARY_MS = 2.0
 
 
@@ -97,15 +98,15 @@ def _process_levels(rng, suite: Suite, machine: Machine) -> np.ndarray:
     return bias
 
 
-def _rounds(rng, level: float, sd: float, machine: Machine, stretches: bool, blocks: int = PASSES):
-    """Round medians (ms) of one benchmark in one process: ``blocks`` passes of rounds."""
+def _rounds(rng, level: float, sd: float, machine: Machine, stretches: bool, rounds: int = ROUNDS_PER_PASS):
+    """Round medians (ms) of one benchmark in one process: PASSES passes (blocks) of ``rounds``."""
     out = []
-    for _ in range(blocks):
+    for _ in range(PASSES):
         pass_level = level
         if stretches and rng.random() < machine.stretch_rate:
             pass_level += math.log1p(rng.uniform(0.05, 0.4))
-        noise = rng.normal(0.0, sd, ROUNDS_PER_PASS)
-        spikes = (rng.random(ROUNDS_PER_PASS) < machine.spike_rate) * np.log1p(rng.uniform(0.1, 0.5, ROUNDS_PER_PASS))
+        noise = rng.normal(0.0, sd, rounds)
+        spikes = (rng.random(rounds) < machine.spike_rate) * np.log1p(rng.uniform(0.1, 0.5, rounds))
         out.append(np.exp(pass_level + noise + spikes))
     return np.concatenate(out)
 
@@ -158,8 +159,10 @@ def make_run(
     for b, bench_id in enumerate(suite.ids):
         kept = [
             {
-                "rounds_ms": [float(r) for r in _rounds(rng, process[b], suite.round_sd[b], machine, False)],
-                "pass_rounds": [ROUNDS_PER_PASS] * PASSES,
+                "rounds_ms": [
+                    float(r) for r in _rounds(rng, process[b], suite.round_sd[b], machine, False, FRESH_ROUNDS)
+                ],
+                "pass_rounds": [FRESH_ROUNDS] * PASSES,
                 "canary_ms": canary,
             }
             for process in processes

@@ -231,13 +231,25 @@ def test_a_save_starts_its_fresh_processes_once_and_replaces_one_that_dies(pytes
     assert [len(saved[f"test_kernels.py::test_work[{n}]"].get("confirm") or []) for n in "abc"] == [2, 0, 2]
 
 
+def test_the_processes_that_measure_again_start_once_per_run(project, monkeypatch):
+    # Two tests about to fail: measured again in the same two processes, each started once and
+    # running both tests in turn (not a start-up and a collection per test and process).
+    project.makeconftest(FRESH_LOG)
+    monkeypatch.setenv("SLOWER_b", "1.3")
+    monkeypatch.setenv("SLOWER_c", "1.3")
+    result = project.runpytest("--bench-compare=main", *ARGS)
+    result.assert_outcomes(passed=1, failed=2)
+    assert len((project.path / "fresh.log").read_text().split()) == 2
+    result.stdout.fnmatch_lines(["2 benchmark(s) measured again in fresh processes (*s): 2 REGRESSED (--bench-*"])
+
+
 def test_a_test_that_fails_in_a_fresh_process_keeps_its_verdict_and_says_why(project, monkeypatch):
     monkeypatch.setenv("SLOWER_b", "1.3")
     monkeypatch.setenv("FAIL_FRESH", "1")
     result = project.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=2, failed=1)
     assert (
-        "not measured again: --bench-confirm: fresh process 1 of 2 for test_kernels.py::test_work[b]: the test "
+        "not measured again: --bench-confirm: fresh process 1 of 2: the test "
         "failed there: AssertionError: fails in a fresh process" in said(result)
     )
 
