@@ -60,7 +60,7 @@ from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict, fresh
 
 MIN_RECOMMENDED_HISTORY = 3
 UNTIMED, KERNEL_FIGURES = "untimed", "kernel figures"
-BUSY_NOTE = "left out of the baseline, far from its other processes (a busy machine, or an odd state)"
+LEFT_OUT_NOTE = "left out of the baseline, far from its other processes (a busy machine, or an odd state)"
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,8 @@ class History:
     priors: dict[str, float]
     timings: bool = True  # False: another machine's baseline, kernel figures only
     left_out: Mapping[str, frozenset[int]] = field(default_factory=dict)  # id -> runs left out (config.outlier_z)
+    saves: tuple[int, ...] = ()  # per run (process): the saved run it belongs to
+    process_share: float = 1.0  # of the between-run noise, the share that differs between processes of a save
     cache: dict = field(default_factory=dict, repr=False, compare=False)  # record_summary of the baseline's records
 
     @classmethod
@@ -110,7 +112,9 @@ class History:
             kept = {i: {j: c for j, c in by_run.items() if j not in left_out[i]} for i, by_run in centres.items()}
             model = fit(kept, len(runs), _canaries(runs), min_benchmarks=config.min_benchmarks_for_shift)
         priors = baseline_priors(runs, config, model, left_out, cache)
-        return cls(runs, config, model, priors, timings, left_out, cache)
+        saves = tuple(s for s, run in enumerate(baseline_runs) for _ in range(1 + len(fresh_runs(run))))
+        share = _process_share(centres, left_out, model, saves)
+        return cls(runs, config, model, priors, timings, left_out, saves, share, cache)
 
     @property
     def ids(self) -> list[str]:
@@ -184,7 +188,8 @@ class History:
                 *_summaries(candidates, cand_shifts),
                 candidate_spread=False,
             )
-            gated.append((record, nc, kernels, history, shift, busy, len(candidates)))
+            saves = len({self.saves[j] for j, _ in kept}) if self.saves else nc.n_base[0]
+            gated.append((record, nc, kernels, history, shift, busy, len(candidates), saves))
         if gated:
             verdicts.update(self._decide(gated, m, thresholds))
         return conditions.review(records, verdicts, self.runs) if self.timings else verdicts
@@ -220,17 +225,18 @@ class History:
         shift_df = np.array([g[4].df if g[4] is not None else np.inf for g in gated])
         unalike = np.array([g[4].unalike ** 2 if g[4] is not None else 0.0 for g in gated])
         removed = np.array([g[4].value if g[4] is not None else 0.0 for g in gated])
+        saves = np.array([g[7] for g in gated], dtype=float)
         dec = decide(
             nc_all, prior, config, m, thresholds=theta, shift_var=shift_var, shift_df=shift_df,
-            unalike_var=unalike, shift=removed,
+            unalike_var=unalike, shift=removed, process_share=self.process_share, base_runs=saves,
         )  # fmt: skip
         verdicts = {}
-        for i, (record, nc, kernels, history, shift, busy, processes) in enumerate(gated):
+        for i, (record, nc, kernels, history, shift, busy, processes, _) in enumerate(gated):
             status, stage = str(dec.status[i]), str(dec.stage[i])
             ratio = math.exp(float(dec.diff[i]))
             notes = list(kernels.notes)
             if busy:
-                notes.append(f"{BUSY_NOTE}: " + ", ".join(f"{ms:.4g} ms" for ms in busy))
+                notes.append(f"{LEFT_OUT_NOTE}: " + ", ".join(f"{ms:.4g} ms" for ms in busy))
             if history < MIN_RECOMMENDED_HISTORY:
                 notes.append(f"baseline has {history} run(s); drift assumed, not measured")
             if shift is not None and (abs(shift.value) >= 0.01 or shift.unalike >= 0.01):
@@ -288,12 +294,13 @@ class History:
         processes (this run's and --bench-confirm's fresh ones), its shared shift estimated from
         the other benchmarks (the median's error of their residual noise); m: benchmarks compared
         (all)."""
-        parts, ids = [], []
+        parts, ids, saves = [], [], []
         for bench_id in self.ids:
             kept, _ = self._kept(bench_id)
             kept = [(j, r) for j, r in kept if gated_timing(r) and _summary(r, self.cache) is not None]
             if not kept:
                 continue
+            saves.append(len({self.saves[j] for j, _ in kept}) if self.saves else len(kept))
             shifts = [self.model.run_shifts[j] for j, _ in kept] if self.model is not None else None
             centres, within, rounds = _summaries([r for _, r in kept], shifts, self.cache)
             cand = tuple(np.repeat(a[..., :1], processes, axis=-1) for a in (centres, within, rounds))
@@ -308,7 +315,10 @@ class History:
         if others >= self.config.min_others_for_shift:
             shift_var = MEDIAN_VARIANCE_FACTOR * self.model.residual_sd**2 / others
             shift_df = self.config.prior_runs + others - 1.0
-        dec = decide(nc, prior, self.config, m or len(ids), shift_var=shift_var, shift_df=shift_df)
+        dec = decide(
+            nc, prior, self.config, m or len(ids), shift_var=shift_var, shift_df=shift_df,
+            process_share=self.process_share, base_runs=np.array(saves, dtype=float),
+        )  # fmt: skip
         return dict(zip(ids, (float(d) for d in dec.detectable)))
 
 
@@ -343,12 +353,14 @@ def judge_test(
     again = [r for r in records if worth_measuring_again(verdicts.get(r.id))]
     if not again or measure_again is None:
         return verdicts
-    # An undecided one only where the processes could decide it: were they to read what this one
-    # read, the verdict on all of them would be a slowdown. Else they would cost a process
-    # start-up and the test's time each for nothing (a 30 us call whose interval spans 0.01x-100x).
+    # An undecided one only where the processes could decide it: were they to read the top of its
+    # interval (this process's own bias may hide the rest of a slowdown), the verdict on all of
+    # them would be a slowdown. Else they would cost a process start-up and the test's time each
+    # for nothing (a 30 us call whose interval spans 0.01x-100x).
     undecided = [r for r in again if verdicts[r.id].status == "INCONCLUSIVE"]
     if undecided:
-        alike = history.judge(undecided, **options, processes=[{r.id: r for r in undecided}] * processes_again)
+        top = {r.id: _scaled(r, verdicts[r.id].ci[1] / verdicts[r.id].ratio) for r in undecided}
+        alike = history.judge(undecided, **options, processes=[top] * processes_again)
         again = [r for r in again if r not in undecided or alike[r.id].status == "REGRESSED"]
     if not again:
         return verdicts
@@ -364,6 +376,11 @@ def judge_test(
         said = _processes_note(record, first, processes)
         verdicts[record.id] = replace(verdict, notes=(*verdict.notes, said))
     return verdicts
+
+
+def _scaled(record: BenchRecord, factor: float) -> BenchRecord:
+    """``record`` as a process that read it ``factor`` times slower would have."""
+    return replace(record, rounds_ms=[ms * factor for ms in record.rounds_ms])
 
 
 def _processes_note(record: BenchRecord, first: Verdict, processes: Processes) -> str:
@@ -535,6 +552,29 @@ def _outlying(centres: Mapping[int, float], model: BaselineModel | None, config:
     if 4 * int(far.sum()) >= len(runs):
         return frozenset()
     return frozenset(j for j, out in zip(runs, far) if out)
+
+
+def _process_share(centres, left_out, model: BaselineModel | None, saves: tuple[int, ...]) -> float:
+    """Of the baseline's between-run noise, the share that differs between the processes of one
+    save (the rest its processes share: the save's own drift of that benchmark, which more
+    processes of a run do not average out). From every benchmark's centres (less each process's
+    shift): the median over benchmarks of their within-save variance over their variance; 1 (all
+    of it per process) where no save has two processes."""
+    shares = []
+    for bench_id, by_run in centres.items():
+        values = {j: c - (model.run_shifts[j] if model is not None else 0.0) for j, c in by_run.items()}
+        values = {j: c for j, c in values.items() if j not in left_out.get(bench_id, ())}
+        groups: dict[int, list[float]] = {}
+        for j, c in values.items():
+            groups.setdefault(saves[j], []).append(c)
+        df = sum(len(g) - 1 for g in groups.values())
+        if df < 1 or len(values) < 3:
+            continue
+        within = sum(float(np.sum((np.array(g) - np.mean(g)) ** 2)) for g in groups.values()) / df
+        total = float(np.var(list(values.values()), ddof=1))
+        if total > 0:
+            shares.append(within / total)
+    return float(np.clip(np.median(shares), 0.0, 1.0)) if shares else 1.0
 
 
 def _canaries(runs: list[RunDocument]) -> list[float]:

@@ -174,21 +174,31 @@ def decide(
     shift_df: np.ndarray | float = np.inf,
     unalike_var: np.ndarray | float = 0.0,
     shift: np.ndarray | float = 0.0,
+    process_share: float = 1.0,
+    base_runs: np.ndarray | None = None,
 ) -> Decision:
     """The rule (the module's docstring). ``shift_var``: the variance of the run's shared shift
     removed from each benchmark (0 where none was), on ``shift_df`` degrees of freedom (the
     degrees of freedom of Var(D) then follow Welch and Satterthwaite); ``unalike_var``: the part
     of it that is how unalike the benchmarks took the shift (model.Shift.unalike squared);
-    ``shift``: the shift removed (log)."""
+    ``shift``: the shift removed (log). ``process_share``: the share of the between-run noise
+    that differs from process to process within a run (the rest the processes of one run share:
+    more of them average only this share out); ``base_runs``: the runs (saves) the baseline's
+    centres come from (by default, one per centre)."""
     nu0 = float(config.prior_runs)
     df = nu0 + nc.between_df
     floor2 = config.between_run_floor**2
     between = np.maximum(floor2, (nu0 * prior_var + nc.between_df * nc.between_est) / np.maximum(df, 1e-12))
     df = np.maximum(df, 1.0)  # no history information at all: Cauchy tails, very cautious
     shift_var = np.broadcast_to(np.asarray(shift_var, dtype=float), nc.diff.shape)
+    runs = nc.n_base if base_runs is None else np.asarray(base_runs, dtype=float)
+    rho = float(np.clip(process_share, 0.0, 1.0))
+    each_c, each_b, each_run = (median_factor(n) / n for n in (nc.n_cand, nc.n_base, runs))
     var = (
-        median_factor(nc.n_cand) / nc.n_cand * (between + nc.within_cand)
-        + median_factor(nc.n_base) / nc.n_base * (between + nc.within_base)
+        each_c * nc.within_cand
+        + ((1 - rho) + rho * each_c) * between
+        + each_b * nc.within_base
+        + ((1 - rho) * each_run + rho * each_b) * between
         + shift_var
     )
     sd = np.sqrt(var)

@@ -7,7 +7,7 @@ import pytest
 
 from pytest_tesserabench.gate import GateConfig
 from pytest_tesserabench.gate.kernels import compare_kernels
-from pytest_tesserabench.gate.pipeline import BUSY_NOTE, History, judge_run
+from pytest_tesserabench.gate.pipeline import LEFT_OUT_NOTE, History, judge_run
 from pytest_tesserabench.results import RunDocument, Verdict
 from pytest_tesserabench.units import format_ms
 
@@ -388,8 +388,46 @@ def test_a_baseline_process_timed_on_a_busy_machine_is_left_out_of_the_noise():
     slower = compare_runs(runs_at(1.0, first=[1.2]), base)[IDS[0]]
     assert unchanged.status == "UNCHANGED" and unchanged.ci[1] < 1.05
     assert slower.status == "REGRESSED"
-    assert f"{BUSY_NOTE}: 199.6 ms" in unchanged.notes
+    assert f"{LEFT_OUT_NOTE}: 199.6 ms" in unchanged.notes
     # a third of them at a second level is the benchmark's own noise, not a busy machine's
     two_levels = runs_at(*centres, first=[1, 1.6, 1, 1, 1.6, 1, 1, 1.6, 1])
     judged = compare_runs(runs_at(1.0), two_levels)[IDS[0]]
-    assert judged.status == "INCONCLUSIVE" and not any(BUSY_NOTE in note for note in judged.notes)
+    assert judged.status == "INCONCLUSIVE" and not any(LEFT_OUT_NOTE in note for note in judged.notes)
+
+
+def test_an_undecided_benchmark_is_measured_again_only_where_more_processes_could_decide_it():
+    # Fresh processes cost a start-up and the test's time each: spent where, reading as high as
+    # the interval reaches, they would decide it; not on a benchmark whose runs are 40% apart.
+    def level(first, spread):
+        return runs_at(*(math.exp(spread * k) for k in (-1, 0, 1)), first=first)
+
+    for spread, measured in ((0.012, 3), (0.4, 1)):
+        base = level([1.0, 1.0, 1.0], 0.0)
+        for run, k in zip(base, (-1, 0, 1)):  # the first benchmark's own drift between saves
+            record = run["benchmarks"][IDS[0]]
+            record["rounds_ms"] = [ms * math.exp(spread * k) for ms in record["rounds_ms"]]
+        fresh = runs_at(1.0, 1.0, first=[1.08, 1.08])
+        verdict = compare_runs(runs_at(1.0, first=[1.08]), base, processes=fresh)[IDS[0]]
+        assert verdict.processes == measured, (spread, verdict.line())
+
+
+def test_the_processes_of_one_save_share_its_drift():
+    # Saves whose processes agree but which differ from each other: most of the noise is the save's,
+    # which more processes of one run do not average out; the reverse, most is each process's own.
+    def saves(by_save, by_process):
+        runs = []
+        for s, save_level in enumerate(by_save):
+            run = runs_at(1.0, first=[save_level * by_process[s]])[0]
+            for bench_id, record in run["benchmarks"].items():  # (a save measures every benchmark again)
+                levels = [by_process[(s + p + 1) % len(by_process)] for p in range(2)]
+                levels = [save_level * lv for lv in levels] if bench_id == IDS[0] else [1.0, 1.0]
+                kept = [
+                    {"rounds_ms": list(lv * np.exp(PATTERN)), "pass_rounds": [], "canary_ms": None} for lv in levels
+                ]
+                record["confirm"] = kept
+            runs.append(run)
+        return History.of(docs(runs))
+
+    shared = saves([0.97, 1.0, 1.03], [1.0, 1.001, 0.999])
+    own = saves([1.0, 1.0, 1.0], [0.97, 1.0, 1.03])
+    assert shared.process_share < 0.2 < 0.8 < own.process_share
