@@ -47,9 +47,12 @@ def main() -> int:
         default="kept",
         help="the fresh processes the run files kept: judged as the plugin judged them, or left out",
     )
-    parser.add_argument("--slowed", default=",".join(gate_real.SLOWED), help="the workloads the slowed versions slow")
+    parser.add_argument(
+        "--set", choices=("tuning", "heldout"), default="tuning", help="the workloads gate_real.py measured"
+    )
     args = parser.parse_args()
     config = _config(args.config)
+    slowed = gate_real.WorkloadSet.named(args.set).slowed
     candidates = sorted(args.kept.glob("*.json"))
     if not candidates:
         print(f"{args.kept}: no kept runs", file=sys.stderr)
@@ -72,7 +75,7 @@ def main() -> int:
             outcomes.append((condition, mode, version, bench_id.split("[")[-1].rstrip("]"), verdict.status))
     changed = ", ".join(args.config) or "the defaults"
     print(f"## {len(candidates)} kept runs of {args.kept} judged with {changed}; fresh processes: {args.fresh}")
-    gate_real.report(outcomes, argparse.Namespace(reps=reps, load="?", load_kind="?"), tuple(args.slowed.split(",")))
+    gate_real.report(outcomes, argparse.Namespace(reps=reps, load="?", load_kind="?", set=args.set), slowed)
     for name, runs in histories.items():
         history = History.of(runs, config)
         catches = ", ".join(f"{i.split('[')[-1].rstrip(']')} {d:.1%}" for i, d in sorted(history.detectable().items()))
