@@ -7,6 +7,7 @@ only warns (a CI convenience must not fail a run); nothing is saved from an inte
 
 from __future__ import annotations
 
+import math
 import os
 
 GITHUB_SUMMARY = "GITHUB_STEP_SUMMARY"
@@ -58,12 +59,15 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             undetectable, timed = state.undetectable(path) if saved else ({}, 0)
             if undetectable:
                 worst = sorted(undetectable.items(), key=lambda item: -item[1])
-                named = ", ".join(f"{bench_id} ({size:.0%})" for bench_id, size in worst[:5])
+                # rounded up: a benchmark left out at 5% must not read "(5%)"
+                named = ", ".join(
+                    f"{bench_id} (it catches {math.ceil(size * 1000) / 10:g}% or more)" for bench_id, size in worst[:5]
+                )
                 more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
                 say(
                     f"tesserabench: on this machine the gate can catch slowdowns of {settings.threshold:.0%} in "
                     f"{timed - len(worst)} of {timed} timed benchmark(s); not in {named}{more} "
-                    "(the smallest it catches: their comparisons end INCONCLUSIVE below that). More saves, a "
+                    "(their comparisons end INCONCLUSIVE below that). More saves, a "
                     f"quieter runner, or --bench-ab=REF; `tesserabench show {settings.save}` lists them all",
                     yellow=True,
                 )

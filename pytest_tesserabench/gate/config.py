@@ -36,6 +36,11 @@ class GateConfig:
     min_benchmarks_for_shift: int = 4
     # Other benchmarks of the candidate run needed to estimate its shared shift for one benchmark.
     min_others_for_shift: int = 3
+    # A verdict rests on the correction, and is decided neither way, when the shift removed
+    # outweighs the change, how unalike the benchmarks took it is more of the variance than the
+    # benchmark's own measurement, and at least this share of the threshold (1.2% at 5%): below
+    # it, their differences are too small to turn a verdict at the threshold.
+    unalike_share_of_threshold: float = 0.25
     # A baseline process whose centre (less its run's shift) lies more than this many robust
     # standard deviations (normal-consistent MAD) from the median of the benchmark's processes is
     # left out of its centre and noise (Iglewicz and Hoaglin's modified z-score): a save timed on a
@@ -68,3 +73,5 @@ class GateConfig:
             bad("between_run_floor", self.between_run_floor, "a relative sd in (0, 1)")
         if self.prior_runs < 0:
             bad("prior_runs", self.prior_runs, ">= 0")
+        if not 0.0 <= self.unalike_share_of_threshold <= 10.0:
+            bad("unalike_share_of_threshold", self.unalike_share_of_threshold, "a share of the threshold >= 0 (0.5: half)")

@@ -26,8 +26,9 @@ Verdicts, at ``alpha / m`` and the user's threshold theta (never raised for a no
 
 The run's shared shift is a correction, not a measurement: its variance (model.Shift) is part of
 Var(D), and a verdict the removed shift outweighs, whose variance is more how unalike the
-benchmarks took the shift than its own measurement, is decided neither way (INCONCLUSIVE, stage
-``shift``: it would rest on an assumption about this benchmark's share of the shift).
+benchmarks took the shift than its own measurement, with that at least a quarter of the threshold
+(``unalike_share_of_threshold``), is decided neither way (INCONCLUSIVE, stage ``shift``: it would
+rest on an assumption about this benchmark's share of the shift).
 
 ``detectable`` is the smallest slowdown the verdict's variance lets the rule catch with
 probability ``power``: ``exp((t(1 - alpha/m) + t(power)) sd) - 1``.
@@ -229,7 +230,8 @@ def decide(
     # an assumption about this benchmark's share of the shift, not on a measurement: decided
     # neither way.
     unalike_var = np.broadcast_to(np.asarray(unalike_var, dtype=float), nc.diff.shape)
-    dominated = (unalike_var > own) & (np.abs(np.asarray(shift, dtype=float)) > np.abs(diff))
+    material = unalike_var >= (config.unalike_share_of_threshold * theta) ** 2
+    dominated = (unalike_var > own) & material & (np.abs(np.asarray(shift, dtype=float)) > np.abs(diff))
     by_shift = ~by_processes & (status != "INCONCLUSIVE") & dominated
     stage = np.where(by_processes, PROCESSES, np.where(by_shift, SHIFT, RULE))
     status = np.where(by_processes | by_shift, "INCONCLUSIVE", status)

@@ -8,6 +8,7 @@ import pytest
 from pytest_tesserabench.gate import GateConfig
 from pytest_tesserabench.gate.kernels import compare_kernels
 from pytest_tesserabench.gate.pipeline import LEFT_OUT_NOTE, History, judge_run
+from pytest_tesserabench.gate.rule import NoiseComponents, decide
 from pytest_tesserabench.results import RunDocument, Verdict
 from pytest_tesserabench.units import format_ms
 
@@ -220,6 +221,28 @@ def test_benchmarks_that_took_a_shared_shift_unalike_are_not_judged_through_it(r
     assert "benchmarks did not slow alike" in verdict.hint()
 
 
+@pytest.mark.parametrize(
+    "change, shift, unalike, status", [(0.008, 0.1, 0.01, "UNCHANGED"), (-0.15, 0.3, 0.04, "INCONCLUSIVE")]
+)
+def test_a_shift_is_a_correction_to_judge_through_while_how_unalike_it_was_taken_cannot_turn_a_verdict(
+    change, shift, unalike, status
+):
+    # A steady benchmark read +0.8% after a +10% shift of this run was removed, the benchmarks
+    # 1% unalike in how they took it: more than the benchmark's own noise, yet too little to turn
+    # a verdict at a 5% threshold, so the correction stands. Read -15% after +30% removed, 4%
+    # unalike: the verdict rests on this benchmark's share of the shift, decided neither way.
+    one = np.array
+    nc = NoiseComponents(
+        diff=one([change]), base_centre=one([0.0]), cand_centre=one([change]), between_est=one([1e-5]),
+        between_df=one([3.0]), within_base=one([1e-7]), within_cand=one([1e-7]), n_base=one([4.0]),
+        n_cand=one([1.0]), cand_spread=one([0.0]),
+    )  # fmt: skip
+    dec = decide(
+        nc, one([1e-5]), GateConfig(), 8, shift_var=unalike**2 + 1e-5, shift_df=8.0, unalike_var=unalike**2, shift=shift
+    )
+    assert (dec.status[0], dec.stage[0]) == (status, "rule" if status == "UNCHANGED" else "shift")
+
+
 PATTERN = np.linspace(-0.01, 0.01, 12)  # the rounds of a run about its centre
 
 
@@ -283,6 +306,8 @@ def test_config_validation_names_the_field():
         GateConfig(alpha=2)
     with pytest.raises(ValueError, match="threshold"):
         GateConfig(threshold=-0.1)
+    with pytest.raises(ValueError, match="unalike_share_of_threshold"):
+        GateConfig(unalike_share_of_threshold=-1)
 
 
 @pytest.mark.parametrize(
