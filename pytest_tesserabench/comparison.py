@@ -82,9 +82,16 @@ class BaselineComparison:
         return self.baseline.path
 
     def passes(self) -> list[int]:
-        """The numbers of interleaved passes the baseline's runs measured in, sorted."""
+        """The numbers of interleaved passes the baseline's runs measured their gated timings in,
+        sorted (a record timed in the interpreter is measured once whatever the passes, and never
+        gated: it says nothing about them)."""
         return sorted(
-            {r.sampling.passes for run in self.runs for r in run.benchmarks.values() if r.sampling is not None}
+            {
+                r.sampling.passes
+                for run in self.runs
+                for r in run.benchmarks.values()
+                if r.sampling is not None and r.timing_gated
+            }
         )
 
     def describe(self) -> str:

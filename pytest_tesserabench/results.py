@@ -456,6 +456,9 @@ def _kernel(data: Any, where: str) -> dict:
 
 
 # -- the record -----------------------------------------------------------------------------------
+UNGATED_TIMERS = ("interpreter",)  # timers whose timings are shown and never gated
+
+
 @dataclass
 class BenchRecord:
     """One measured call: the unit of every table, file and verdict."""
@@ -516,6 +519,12 @@ class BenchRecord:
         if self.sampling is None or self.sampling.others_wall_s <= 0:
             return 0.0
         return max(self.sampling.others_cpu_s, 0.0) / self.sampling.others_wall_s
+
+    @property
+    def timing_gated(self) -> bool:
+        """Whether the gate may judge this record's timings (not the Triton interpreter's: they
+        time Python running the kernel, not the kernel)."""
+        return self.timer not in UNGATED_TIMERS
 
     @property
     def measured_rounds(self) -> list[float]:

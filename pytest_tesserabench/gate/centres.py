@@ -16,11 +16,10 @@ import math
 import numpy as np
 from scipy import stats
 
-from pytest_tesserabench.results import BenchRecord
+from pytest_tesserabench.results import UNGATED_TIMERS, BenchRecord  # noqa: F401 (re-exported)
 
-# Timers whose timings are never gated: Triton's CPU interpreter says nothing of a kernel on a
-# GPU, and its swings must not move any other benchmark's shift either.
-UNGATED_TIMERS = ("interpreter",)
+# (UNGATED_TIMERS: Triton's CPU interpreter says nothing of a kernel on a GPU, and its swings must
+# not move any other benchmark's shift either.)
 MEDIAN_VARIANCE_FACTOR = math.pi / 2  # variance of a median relative to a mean's, normal data
 NORMAL_MAD = 1 / stats.norm.ppf(0.75)  # a MAD times this estimates a normal sd
 
@@ -33,7 +32,7 @@ def median_factor(n) -> np.ndarray:
 
 def gated_timing(record: BenchRecord) -> bool:
     """Whether ``record``'s timings can be gated (not the interpreter's)."""
-    return record.timer not in UNGATED_TIMERS
+    return record.timing_gated
 
 
 def summarise_rounds(log_rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -65,7 +65,7 @@ def passes_differ(
     verdicts = dict(verdicts)
     for record in records:
         verdict = verdicts.get(record.id)
-        if verdict is None or record.sampling is None or verdict.reasons:
+        if verdict is None or record.sampling is None or verdict.reasons or not record.timing_gated:
             continue
         theirs = sorted(
             {

@@ -74,4 +74,4 @@ class GateConfig:
         if self.prior_runs < 0:
             bad("prior_runs", self.prior_runs, ">= 0")
         if not 0.0 <= self.unalike_share_of_threshold <= 10.0:
-            bad("unalike_share_of_threshold", self.unalike_share_of_threshold, "a share of the threshold >= 0 (0.5: half)")
+            bad("unalike_share_of_threshold", self.unalike_share_of_threshold, "a share of the threshold >= 0")

@@ -351,6 +351,22 @@ def test_interpreted_records_with_unchanged_figures_are_unchanged_not_ungated(rn
     assert verdicts[IDS[0]].notes[0] == "kernel figures compared; timings not (timed in the Triton interpreter)"
 
 
+def test_interpreted_records_measured_in_other_passes_than_the_baseline_are_still_judged_on_figures(rng):
+    # a test timed in the interpreter measures once, whatever passes its baseline's runs made:
+    # its verdict is about the kernel figures, which the passes do not centre
+    same = {i: [kernel()] for i in IDS}
+
+    def in_passes(runs, passes):
+        for run in runs:
+            for record in run["benchmarks"].values():
+                record["sampling"] = {"passes": passes, "pass_rounds": [12 // passes] * passes}
+        return runs
+
+    base = in_passes(make_runs(3, rng, kernels=same, timer="interpreter"), 4)
+    verdicts = compare_runs(in_passes(make_runs(1, rng, kernels=same, timer="interpreter"), 1), base)
+    assert {v.status for v in verdicts.values()} == {"UNCHANGED"}, [v.line() for v in verdicts.values()]
+
+
 def test_a_new_config_that_spills_regresses_unless_its_timing_shows_it_is_not_slower(rng):
     old = {IDS[0]: [kernel()]}
     worse = {IDS[0]: [kernel(constexprs={"BLOCK": 8192}, num_warps=1, spill_bytes=664, occupancy=0.12)]}

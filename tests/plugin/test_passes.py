@@ -172,6 +172,12 @@ def test_a_test_timed_in_the_triton_interpreter_takes_one_earlier_pass_then_meas
     assert "pass 2 of 4" not in result.stdout.str()  # no pass is announced with nothing to run
     record = next(iter(json.loads((pytester.path / "out.json").read_text())["benchmarks"].values()))
     assert record["timer"] == "interpreter" and record["sampling"]["passes"] == 1 and "confirm" not in record
+    # compared in the default passes: a record never gated decides nothing about the passes, so
+    # no warning that the baseline measured in another number, and its verdict is not undecided
+    compared = pytester.runpytest_subprocess("--bench-compare=main", *ARGS)
+    compared.assert_outcomes(passed=1)
+    assert "pass(es), this run in" not in compared.stdout.str()
+    assert "INCONCLUSIVE" not in compared.stdout.str() and "centred differently" not in compared.stdout.str()
 
 
 def test_a_pass_gets_its_share_of_the_budget_and_a_test_measured_once_all_of_it():
