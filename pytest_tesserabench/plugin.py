@@ -242,8 +242,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         problem = str(exc)
     else:
         problem = _bench_marker_problem(metafunc)
-    if problem:  # outside the except: one message, not the chained exception twice
-        pytest.fail(problem, pytrace=False)
+    if problem:
+        # The test that carries it fails (at its setup, before its missing parameters are
+        # looked up); failing the collection would stop every healthy test of the file.
+        metafunc.config.stash.setdefault(MARKER_PROBLEMS, {})[where] = problem
 
 
 def _bench_marker_problem(metafunc: pytest.Metafunc) -> str | None:
@@ -261,7 +263,14 @@ def _bench_marker_problem(metafunc: pytest.Metafunc) -> str | None:
     return None
 
 
+MARKER_PROBLEMS = pytest.StashKey[dict[str, str]]()  # a test's node id (no parameters) -> its bad marker
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    problem = item.config.stash.get(MARKER_PROBLEMS, {}).get(item.nodeid.split("[")[0])
+    if problem:
+        pytest.fail(problem, pytrace=False)
     from pytest_tesserabench.precision import Precision
 
     callspec = getattr(item, "callspec", None)
