@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_tesserabench import files
 from pytest_tesserabench.options import parse_name
-from pytest_tesserabench.results import SCHEMA, DocumentError, RunDocument, fresh_runs, with_processes
+from pytest_tesserabench.results import SCHEMA, DocumentError, RunDocument, fresh_runs
 
 DEFAULT_HISTORY = 10
 LOCK_TIMEOUT_S = 60
@@ -166,29 +166,71 @@ def kept_runs(runs: list[RunDocument], history: int) -> list[RunDocument]:
     return kept[::-1]
 
 
-# A saved benchmark this many times slower or faster than the median of the baseline's earlier
-# runs is worth a warning: a machine busy for one run puts a figure into the history that widens
-# every later verdict's noise (a new user's trial: one run of a BLAS call at 14x the others).
+# A saved benchmark this many times slower or faster than the processes it is compared with is
+# worth a warning: a machine busy for one run puts a figure into the history that widens every
+# later verdict's noise.
 OUTLYING_FACTOR = 1.5
 
 
-def outlying(run: RunDocument, earlier: list[RunDocument]) -> list[tuple[str, float, float]]:
-    """(id, its median in ``run``, the median of its medians elsewhere) for each benchmark of
-    ``run`` that differs by OUTLYING_FACTOR or more, either way, from the other processes that
-    measured it: the earlier runs' and their fresh processes (--bench-save-processes), and this
-    run's fresh ones. (Of the earlier runs alone, one busy save among two made the next, quiet
-    save read as the outlier.)"""
-    others = [*with_processes(earlier), *fresh_runs(run)]
+@dataclass(frozen=True)
+class Outlying:
+    """A saved benchmark far from what measured it elsewhere: ``now`` (this run's own process)
+    against ``typical``, the median of ``against``."""
+
+    bench_id: str
+    now: float  # ms
+    typical: float  # ms
+    against: str  # "runs": the sessions of every run; "run": the one earlier run; "fresh": this run's fresh processes
+
+    @property
+    def ratio(self) -> float:
+        return self.now / self.typical
+
+    def blame(self) -> str:
+        """Which run the figure says was disturbed, in words."""
+        if self.against == "run":
+            return "this run and the baseline's one earlier run disagree: one of them was timed on a busy machine"
+        if self.against == "fresh":
+            if self.ratio > 1:
+                return (
+                    "this run's own process was slowed while it measured (a busy machine), "
+                    "or the tests before it leave it slower"
+                )
+            return "this run's fresh processes read it slower: the machine was busy while they measured"
+        if self.ratio > 1:
+            return "unless its code changed, the machine was busy during this run: record again on a quiet one"
+        return "the baseline's earlier runs read it slower: unless its code changed, they were timed on a busy machine"
+
+
+def outlying(run: RunDocument, earlier: list[RunDocument]) -> list[Outlying]:
+    """Each gated benchmark of ``run`` whose own process read it OUTLYING_FACTOR or more from
+    what measured it elsewhere, either way, compared like with like: with the runs' own
+    processes (this one's among them: of two earlier runs, one busy one would otherwise make the
+    next, quiet save read as the outlier); with the one earlier run's (which of the two is off,
+    nobody knows); on a first save, with this run's fresh processes. (A run's own process and its
+    fresh ones may differ steadily, e.g. in what the tests before leave behind: they are not
+    compared where earlier runs exist.)"""
+    fresh = fresh_runs(run)
     out = []
     for bench_id, record in sorted(run.benchmarks.items()):
-        before = [r.benchmarks[bench_id].median_ms for r in others if bench_id in r.benchmarks]
-        before = [ms for ms in before if ms]
         now = record.median_ms
-        if not before or not now:
+        if not now or not record.timing_gated:
             continue
-        typical = statistics.median(before)
+        sessions = [ms for r in earlier if bench_id in r.benchmarks and (ms := r.benchmarks[bench_id].median_ms)]
+        if len(sessions) >= 2:
+            against, values = "runs", [*sessions, now]
+        elif sessions:
+            against, values = "run", sessions
+        else:
+            against, values = (
+                "fresh",
+                [ms for r in fresh if bench_id in r.benchmarks and (ms := r.benchmarks[bench_id].median_ms)],
+            )
+        if not values:
+            continue
+        typical = statistics.median(values)
         if max(now / typical, typical / now) >= OUTLYING_FACTOR:
-            out.append((bench_id, now, typical))
+            out.append(Outlying(bench_id, now, typical, against))
     return out
 
 

@@ -71,12 +71,12 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                     f"quieter runner, or --bench-ab=REF; `tesserabench show {settings.save}` lists them all",
                     yellow=True,
                 )
-            for bench_id, now, typical in outlying:
+            for far in outlying:
+                what = {"runs": "its runs' median", "run": "the earlier run's", "fresh": "its fresh processes' median"}
                 say(
-                    f"tesserabench: {bench_id}: {format_ms(now)} in this run, {now / typical:.2g}x the median of the "
-                    f"other processes that measured it ({format_ms(typical)}: the baseline's earlier runs and this "
-                    f"run's fresh processes); unless its code changed, the machine was busy: "
-                    f"record again on a quiet one (`tesserabench show {settings.save}` lists the runs)",
+                    f"tesserabench: {far.bench_id}: {format_ms(far.now)} in this run, {far.ratio:.2g}x "
+                    f"{what[far.against]} ({format_ms(far.typical)}); {far.blame()} "
+                    f"(`tesserabench show {settings.save}` lists the runs)",
                     yellow=True,
                 )
     return failed

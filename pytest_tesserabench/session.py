@@ -150,9 +150,9 @@ class BenchSession:
 
         files.write_atomic(self.settings.json_path, self.document().to_text(samples=True))
 
-    def save_baseline(self) -> tuple[Path, int, list[tuple[str, float, float]]]:
+    def save_baseline(self) -> tuple[Path, int, list]:
         """Append the passed tests' records to the --bench-save baseline; (path, records saved,
-        the saved benchmarks far from the baseline's earlier runs: baseline.outlying)."""
+        the saved benchmarks far from what measured them elsewhere: baseline.Outlying)."""
         from pytest_tesserabench import baseline
 
         key = self.context.machine_key

@@ -198,10 +198,28 @@ def _saved(session_ms: float, *fresh_ms: float) -> RunDocument:
     return RunDocument.from_json({"benchmarks": {"t.py::x": record}})
 
 
-def test_a_saved_figure_is_outlying_against_every_process_that_measured_it():
-    # a save on a busy machine: its session read 200x, its fresh processes read normal
+def test_a_saved_figure_is_outlying_against_what_measured_it_like_with_like():
+    def far(run, earlier):
+        return [(o.bench_id, o.against, o.ratio > 1) for o in outlying(run, earlier)]
+
+    quiet = _saved(0.018, 0.018, 0.018)
+    # a save on a busy machine: its session read 200x; on a first save its own fresh processes say so
     busy = _saved(3.6, 0.018, 0.018)
-    assert [i for i, *_ in outlying(busy, [_saved(0.018, 0.018, 0.018)])] == ["t.py::x"]
-    assert [i for i, *_ in outlying(busy, [])] == ["t.py::x"]  # its own fresh processes say so already
-    # the next, quiet save is not the outlier (of the earlier runs' sessions alone, it read 0.01x)
-    assert outlying(_saved(0.018, 0.018, 0.018), [_saved(0.018, 0.018, 0.018), busy]) == []
+    assert far(busy, []) == [("t.py::x", "fresh", True)]
+    assert "this run's own process was slowed" in outlying(busy, [])[0].blame()
+    # with earlier runs, this run's process is compared with theirs: two quiet ones blame this run
+    assert far(busy, [quiet, quiet]) == [("t.py::x", "runs", True)]
+    assert "the machine was busy during this run" in outlying(busy, [quiet, quiet])[0].blame()
+    # the next, quiet save is not the outlier: one busy run among two earlier is outvoted
+    assert far(quiet, [quiet, busy]) == []
+    # two busy earlier runs, then a quiet one: the earlier runs are blamed, not this one
+    (earlier_busy,) = outlying(quiet, [busy, busy])
+    assert earlier_busy.ratio < 1 and "the baseline's earlier runs read it slower" in earlier_busy.blame()
+    # one earlier run: which of the two is off, nobody knows, and the line says so
+    assert "one of them was timed on a busy machine" in outlying(quiet, [busy])[0].blame()
+    # a steady difference between a run's own process and its fresh ones is no busy machine
+    steady = _saved(0.029, 0.018, 0.018)
+    assert far(steady, [steady, steady]) == [] and far(steady, [steady]) == []
+    # timings the gate never judges are never outlying
+    interpreted = RunDocument.from_json({"benchmarks": {"t.py::x": {"timer": "interpreter", "rounds_ms": [3.6] * 5}}})
+    assert outlying(interpreted, [quiet, quiet]) == []

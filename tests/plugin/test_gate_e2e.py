@@ -189,9 +189,8 @@ def test_a_saved_figure_far_from_the_baselines_earlier_runs_is_warned_about_and_
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [
-            "tesserabench: test_kernels.py::test_work[[]b[]]: *.* ms in this run, *x the median of the other "
-            "processes that measured it (*.* ms: the baseline's earlier runs and this run's fresh processes); unless "
-            "its code changed, the machine was busy: record again on a quiet one "
+            "tesserabench: test_kernels.py::test_work[[]b[]]: *.* ms in this run, *x its runs' median (*.* ms); "
+            "unless its code changed, the machine was busy during this run: record again on a quiet one "
             "(`tesserabench show main` lists the runs)"
         ]
     )
