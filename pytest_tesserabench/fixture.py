@@ -112,6 +112,10 @@ class Bench:
             with profiling.ncu_region():
                 return fn(*args, **kwargs)
         instruments = self._instruments
+        if self._settings.threads is not None:  # (torch caps what it reads at load to the cores)
+            from pytest_tesserabench import threads
+
+            threads.apply_torch(self._settings.threads)
         try:
             with instruments.capture_kernels() as launches:
                 result = fn(*args, **kwargs)

@@ -62,6 +62,16 @@ def parse_count(text: Any) -> int:
     return value
 
 
+def parse_threads(text: Any) -> int:
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise ValueError("must be a whole number of threads, e.g. 1") from None
+    if not 1 <= value <= 4096:
+        raise ValueError("must be a whole number of threads from 1 to 4096")
+    return value
+
+
 def parse_percent(text: Any, *, allow_zero: bool = True, high: float = 1000.0) -> float:
     """'5', '5%', '2.5' -> a fraction (0.05, 0.025). The one parser of percentages: the plugin's
     options, markers and the ``tesserabench`` command all read a threshold the same way."""
@@ -318,6 +328,13 @@ OPTIONS: tuple[Option, ...] = (
     _option("bench_min_rounds", "fewest rounds per benchmark (default 5)", parse_count, "N"),
     _option("bench_warmup", "warm-up time per benchmark in seconds (default 0.1)", parse_warmup, "S"),
     _option(
+        "bench_threads",
+        "size the torch, OpenMP and BLAS thread pools to N for the benchmarks (default: as the libraries "
+        "choose; on a small shared machine 1 keeps a benchmark's threads from waiting for each other)",
+        parse_threads,
+        "N",
+    ),
+    _option(
         "bench_target_ci",
         "stop once the 95%% interval of the median is within +-PCT (default 1)",
         parse_target_ci,
@@ -470,6 +487,7 @@ class Settings:
     max_time: float = 1.0
     min_rounds: int = 5
     warmup: float = 0.1
+    threads: int | None = None  # --bench-threads: the library pools' size; None leaves them as they are
     target_ci: float = 0.01
     timer: str = "auto"
     interpret: str = "auto"
@@ -527,6 +545,7 @@ _FIELD = {
     "bench_max_time": "max_time",
     "bench_min_rounds": "min_rounds",
     "bench_warmup": "warmup",
+    "bench_threads": "threads",
     "bench_target_ci": "target_ci",
     "bench_timer": "timer",
     "bench_interpret": "interpret",

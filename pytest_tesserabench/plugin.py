@@ -71,6 +71,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except options.SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
 
+    if settings.enabled and settings.threads is not None:  # before the tests load the libraries
+        from pytest_tesserabench import threads
+
+        threads.apply_environment(settings.threads)
     from pytest_tesserabench.session import BenchSession
 
     if getattr(config, "cache", None) is not None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Listener
 from pathlib import Path
 
+from pytest_tesserabench import threads
 from pytest_tesserabench.ab.worktree import ABError
 from pytest_tesserabench.sampling import Plan
 
@@ -26,7 +27,7 @@ AUTHKEY_ENV = "TESSERABENCH_AB_AUTHKEY"
 CACHE_ENV = "TESSERABENCH_AB_CACHE"
 REFERENCE_ONLY_ENV = "TESSERABENCH_AB_REFERENCE_ONLY"  # files collected only to list them MISSING
 PAD_ENV, PAD_MAX = "TESSERABENCH_AB_PAD", 4096  # bytes: a page, every stack alignment
-THREAD_POOLS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+THREAD_POOLS = threads.POOLS
 START_TIMEOUT_S = 600  # collection of the side's tests (imports, conftest)
 TEST_TIMEOUT_S = 1800  # a test's set-up and first calls (compilation) in a served process
 BLOCK_TIMEOUT_S = 600
@@ -68,6 +69,8 @@ def measurement_args(settings) -> list[str]:
     ]
     if settings.arch:
         args.append(f"--bench-arch={','.join(settings.arch)}")
+    if settings.threads is not None:
+        args.append(f"--bench-threads={settings.threads}")
     return args
 
 

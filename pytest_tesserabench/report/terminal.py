@@ -7,6 +7,7 @@ then the middle of a name).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -105,29 +106,38 @@ def _shorten_id(bench_id: str, room: int) -> str:
     return shorten_middle(bench_id, room)
 
 
-def cpu_sharing_line(records) -> str | None:
+def cpu_sharing_line(records, *, pool: int | None = None, cpus: int | None = None) -> str | None:
     """A line when other processes shared the CPU the CPU-timed benchmarks ran on: they took it
     for a notable share of the timed wall clock (that wait is not in the figures), or kept other
-    CPUs busy beside it; either way they share caches, memory bandwidth, a busy SMT sibling."""
-    from pytest_tesserabench import neighbours, run_queue
+    CPUs busy beside it; either way they share caches, memory bandwidth, a busy SMT sibling.
+    ``pool``: torch's thread pool in the process that measured (live runs only), of ``cpus``: the
+    line says when it outnumbers the CPUs the others left (threads.oversubscribed_hint)."""
+    from pytest_tesserabench import neighbours, run_queue, threads
     from pytest_tesserabench.units import format_ms
 
     records = list(records)
     sampled = [record.sampling for record in records if record.sampling is not None]
     waits = [record.cpu_wait() for record in records]
     waited, timed = sum(w for w, _ in waits), sum(t for _, t in waits)
+    others_wall = sum(s.others_wall_s for s in sampled)
+    others_cpu = sum(max(s.others_cpu_s, 0.0) for s in sampled)  # (as BenchRecord.others_cpus)
+    # (/proc/stat counts in ticks: over a few ms of rounds the figure can exceed the machine)
+    busy = min(others_cpu / others_wall, float(os.cpu_count() or 1)) if others_wall > 0 else 0.0
+    crowded = threads.oversubscribed_hint(busy, pool, cpus or threads.cpus())
+    crowded = f"; {crowded}" if crowded else ""
     if timed > 0 and waited / timed >= run_queue.SHARED:
         return (
             f"the CPU was shared: the timing thread waited for it {format_ms(waited * 1e3)} ({waited / timed:.0%} of "
-            f"the timed wall clock), left out of the figures; other processes still share caches and memory bandwidth"
+            f"the timed wall clock), left out of the figures; other processes still share caches and memory "
+            f"bandwidth{crowded}"
         )
-    others_wall = sum(s.others_wall_s for s in sampled)
-    others_cpu = sum(max(s.others_cpu_s, 0.0) for s in sampled)  # (as BenchRecord.others_cpus)
-    if others_wall > 0 and others_cpu / others_wall >= neighbours.SHARED_CPUS:
+    if busy >= neighbours.SHARED_CPUS:
         return (
-            f"the CPU was shared: other processes kept {others_cpu / others_wall:.1f} CPUs busy while the benchmarks "
-            f"were timed; they share caches, memory bandwidth and SMT siblings with them"
+            f"the CPU was shared: other processes kept {busy:.1f} CPUs busy while the benchmarks were timed; they "
+            f"share caches, memory bandwidth and SMT siblings with them{crowded}"
         )
+    if crowded:  # (more threads than CPUs, other processes or not)
+        return crowded[2].upper() + crowded[3:]
     return None
 
 
@@ -227,7 +237,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     )
     for line in lines:
         terminalreporter.write_line(line.text, **line.markup())
-    sharing = cpu_sharing_line(state.records.values())
+    from pytest_tesserabench import threads
+
+    sharing = cpu_sharing_line(state.records.values(), pool=threads.torch_threads())
     if sharing:  # even under -q: it says how far the figures can be trusted
         terminalreporter.write_line(sharing, yellow=True)
     kernel_lines = _kernel_lines(state.records)
@@ -359,7 +371,7 @@ MAX_NODEIDS = 6  # more undecided tests than this: their files are named instead
 # Options of this run that the A/B run must be given too: how it measures and how it judges.
 CARRIED_OPTIONS = (
     "--bench-threshold", "--bench-alpha", "--bench-max-time", "--bench-warmup", "--bench-min-rounds",
-    "--bench-target-ci", "--bench-timer", "--bench-arch",
+    "--bench-target-ci", "--bench-timer", "--bench-arch", "--bench-threads",
 )  # fmt: skip
 
 

@@ -1,0 +1,77 @@
+"""--bench-threads: one size for the torch, OpenMP and BLAS pools of every process that measures,
+and a line when torch's pool outnumbers the CPUs the benchmarks got."""
+
+import dataclasses
+
+import pytest
+
+from pytest_tesserabench import options, threads
+from pytest_tesserabench.ab.served import measurement_args
+from pytest_tesserabench.report.terminal import cpu_sharing_line
+from pytest_tesserabench.results import BenchRecord, Sampling
+
+POOLS_SEEN = """
+import os, pytest
+torch = pytest.importorskip("torch")
+
+def test_pools(bench):
+    seen = {}
+
+    def step():
+        seen["torch"] = torch.get_num_threads()
+        seen["env"] = {pool: os.environ.get(pool) for pool in %r}
+        return torch.ones(8).sum()
+
+    bench(step)
+    print("SEEN", seen["torch"], sorted(set(seen["env"].values()), key=str))
+"""
+
+
+def test_the_pools_are_sized_for_the_session_and_left_alone_without_it(pytester, monkeypatch):
+    pytest.importorskip("torch")
+    for pool in threads.POOLS:
+        monkeypatch.delenv(pool, raising=False)
+    pytester.makepyfile(test_pools=POOLS_SEEN % (threads.POOLS,))
+    args = ("-s", "-p", "no:randomly", "--bench-max-time=0.02", "--bench-warmup=0")
+    result = pytester.runpytest_subprocess("--bench", "--bench-threads=3", *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*SEEN 3 [[]'3'[]]"])
+    # a conftest that loaded torch before the plugin configured: its pool is set directly
+    pytester.makeconftest("import torch")
+    result = pytester.runpytest_subprocess("--bench", "--bench-threads=3", *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*SEEN 3 [[]'3'[]]"])
+    (pytester.path / "conftest.py").unlink()
+    result = pytester.runpytest_subprocess("--bench", *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["*SEEN * [[]None[]]"])  # not set: the libraries choose
+
+
+def test_a_bad_thread_count_names_the_option():
+    with pytest.raises(options.SettingsError, match=r"--bench-threads='0'.*whole number of threads from 1"):
+        options.resolve({"bench_threads": "0"}, {}, __import__("pathlib").Path("."))
+
+
+def test_fresh_and_served_processes_measure_with_the_same_pools():
+    settings = options.Settings(enabled=True, threads=2)
+    assert "--bench-threads=2" in measurement_args(settings)
+    assert not any(arg.startswith("--bench-threads") for arg in measurement_args(options.Settings(enabled=True)))
+
+
+def _record(others_cpu_s: float) -> BenchRecord:
+    record = BenchRecord("t.py::test", None, "t.py::test", "cpu", [1.0], None)
+    return dataclasses.replace(record, sampling=Sampling(others_cpu_s=others_cpu_s, others_wall_s=1.0))
+
+
+def test_the_summary_says_when_torch_threads_outnumber_the_cpus_left():
+    # two busy neighbours on two CPUs, torch's two threads: they wait for each other
+    line = cpu_sharing_line([_record(1.8)], pool=2, cpus=2)
+    assert "other processes kept 1.8 CPUs busy" in line
+    assert "torch's pool has 2 threads for the 0.2 of 2 CPUs other processes left" in line
+    assert "--bench-threads=1" in line
+    # one thread, or room for the pool: nothing to say about threads
+    assert "torch's pool" not in cpu_sharing_line([_record(1.8)], pool=1, cpus=2)
+    assert "torch's pool" not in cpu_sharing_line([_record(0.6)], pool=2, cpus=4)
+    # more threads than CPUs on a quiet machine: said on its own
+    assert cpu_sharing_line([_record(0.0)], pool=8, cpus=2).startswith("Torch's pool has 8 threads")
+    assert cpu_sharing_line([_record(0.0)], pool=2, cpus=2) is None
