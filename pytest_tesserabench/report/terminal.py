@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import (
+    ELLIPSIS,
     Column,
     Line,
     Row,
@@ -95,14 +96,22 @@ def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line
 
 
 def _shorten_id(bench_id: str, room: int) -> str:
-    """An id in ``room`` characters: whole; else its path cut from the left, so the test's name
-    and parameters stay (a cut in the middle left `tests/benc…48-D64-bf16-causal]`, which names
-    no test); else cut in the middle."""
+    """An id in ``room`` characters: whole; else its path less its leading folders, whole ones
+    (`…/test_cpu.py::test_mm[N400]`), or less the whole path (`…::test_mm[N400]`), so the test's
+    name and parameters stay and no word is cut (a cut in the middle left `tests/benc…48-D64-
+    bf16-causal]`, which names no test; a cut at the left `…est_cpu.py`); else cut in the middle."""
     if len(bench_id) <= room:
         return bench_id
-    test = bench_id.split("::", 1)[-1]
-    if len(test) < room:
-        return shorten_middle(bench_id, room, head=0)
+    path, sep, test = bench_id.partition("::")
+    if not sep:
+        return shorten_middle(bench_id, room)
+    parts = path.split("/")
+    for start in range(1, len(parts)):
+        shorter = ELLIPSIS + "/" + "/".join(parts[start:]) + sep + test
+        if len(shorter) <= room:
+            return shorter
+    if len(ELLIPSIS + sep + test) <= room:
+        return ELLIPSIS + sep + test
     return shorten_middle(bench_id, room)
 
 

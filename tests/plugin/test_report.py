@@ -282,3 +282,15 @@ def test_quiet_cuts_an_ids_path_before_its_test_name():
     (line,) = render_summary(recs, width=80, verbosity=-1).splitlines()
     assert line.startswith(ELLIPSIS) and "test_attention[B1-H8-S1024-D64-bf16-causal]  64.6 ms" in line
     assert len(line) <= 80
+
+
+def test_a_long_id_loses_whole_leading_folders_first_then_its_path_never_a_word():
+    from pytest_tesserabench.report.terminal import _shorten_id
+
+    bench_id = "tests/bench/cpu/test_cpu_workloads.py::test_medium_matmul[N400-fp32]"
+    assert _shorten_id(bench_id, 80) == bench_id
+    assert _shorten_id(bench_id, 60) == "…/cpu/test_cpu_workloads.py::test_medium_matmul[N400-fp32]"
+    assert _shorten_id(bench_id, 56) == "…/test_cpu_workloads.py::test_medium_matmul[N400-fp32]"
+    assert _shorten_id(bench_id, 40) == "…::test_medium_matmul[N400-fp32]"
+    short = _shorten_id(bench_id, 20)
+    assert len(short) == 20 and short.endswith("fp32]") and ELLIPSIS in short
