@@ -194,7 +194,7 @@ def _show(args: argparse.Namespace, out, err) -> int:
         columns = ("#", "started", "commit", "branch", "benchmarks", "processes", "canary", "torch", "triton", "python")
         software = range(columns.index("torch"), len(columns))
         shared = [c for c in software if len({r[c] for r in rows}) == 1 and rows[0][c] != "-"]
-        title = f"{args.name} on {data.machine_key} ({path})"
+        title = f"{args.name} on {data.machine_key}"
         if shared:
             title += "; every run: " + ", ".join(f"{columns[c]} {rows[0][c]}" for c in shared)
         kept = [
@@ -202,7 +202,12 @@ def _show(args: argparse.Namespace, out, err) -> int:
             for c, name in enumerate(columns)
             if c not in shared and (name in ("#", "started") or any(r[c] != "-" for r in rows))
         ]
-        table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+        # the title above the table, wrapped at spaces to the console's width (a table's title
+        # wraps to the table's, which cut the path mid-word however wide the terminal), and the
+        # file's path on a line of its own, whole: a path cut anywhere cannot be copied
+        console.print(title)
+        console.print(f"  {path}", soft_wrap=True)
+        table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for c in kept:
             right = columns[c] in ("#", "benchmarks", "processes", "canary")
             table.add_column(columns[c], justify="right" if right else "left", no_wrap=columns[c] != "branch")

@@ -57,6 +57,7 @@ from pytest_tesserabench.gate.rule import (
     worse,
 )
 from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict, fresh_runs, with_processes
+from pytest_tesserabench.units import format_ms
 
 MIN_RECOMMENDED_HISTORY = 3
 UNTIMED, KERNEL_FIGURES = "untimed", "kernel figures"
@@ -236,7 +237,7 @@ class History:
             ratio = math.exp(float(dec.diff[i]))
             notes = list(kernels.notes)
             if busy:
-                notes.append(f"{LEFT_OUT_NOTE}: " + ", ".join(f"{ms:.4g} ms" for ms in busy))
+                notes.append(f"{LEFT_OUT_NOTE}: " + ", ".join(format_ms(ms) for ms in busy))
             if history < MIN_RECOMMENDED_HISTORY:
                 notes.append(f"baseline has {history} run(s); drift assumed, not measured")
             if shift is not None and (abs(shift.value) >= 0.01 or shift.unalike >= 0.01):

@@ -21,6 +21,8 @@ import sys
 import warnings
 from pathlib import Path
 
+from pytest_tesserabench.units import format_ms
+
 EXIT_OK, EXIT_NOTHING_LEFT, EXIT_USAGE = 0, 1, 2
 
 
@@ -325,7 +327,7 @@ def _show(args, out) -> int:
         config = " ".join(f"{k}={v}" for k, v in entry["config"].items())
         print(f"  {key}", file=out)
         print(
-            f"    {config}  {'?' if median is None else f'{median:.4f} ms'}  {entry.get('method', '?')}"
+            f"    {config}  {'?' if median is None else format_ms(median)}  {entry.get('method', '?')}"
             f" ({entry.get('strategy') or '-'}, {entry.get('timed', '?')} timed) on {entry.get('device') or '?'}"
             f", {entry.get('tuned_at', '?')}; source {current(entry)}",
             file=out,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_tesserabench import sampling
+from pytest_tesserabench.units import format_ms
 
 from .cache import TuningCache, kernel_source_hash, key_of, triton_version
 from .estimate import estimate_ms, reference_gpu
@@ -118,10 +119,11 @@ class TuneResult:
             lines.append(f"    failed: {trial.config.label()}: {trial.error}")
         for rank, trial in enumerate(sorted(timed, key=lambda t: t.median_ms)[:top], 1):
             lines.append(
-                f"    {rank}. {trial.config.label()}  {trial.median_ms:.4f} ms" + (" (noisy)" if trial.noisy else "")
+                f"    {rank}. {trial.config.label()}  {format_ms(trial.median_ms)}"
+                + (" (noisy)" if trial.noisy else "")
             )
         if self.best is not None:
-            lines.append(f"  best: {self.best.label()}  {self.best_ms:.4f} ms")
+            lines.append(f"  best: {self.best.label()}  {format_ms(self.best_ms)}")
         if self.significance is not None:
             lines.append(f"  {self.significance.line()}")
         if self.entry is not None:
@@ -167,7 +169,7 @@ def _static_fields(record: dict) -> dict:
 def _static_text(candidate: Candidate) -> str:
     record = candidate.record
     estimate = candidate.estimate_ms
-    est = "est ?" if estimate is None else f"est {estimate:.4f} ms"
+    est = "est ?" if estimate is None else f"est {format_ms(estimate)}"
     occupancy = record.get("occupancy")
     shared = record.get("shared_bytes")
     return (

@@ -95,7 +95,9 @@ def test_show_lists_runs_within_80_columns(files, tmp_path, capsys):
     out = capsys.readouterr().out
     assert KEY in out and "aaaaaaaa" in out and "2.13.0" in out
     assert out.count("2026-11-21 15:07") == 3  # to the minute
-    assert max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    path = str(tmp_path / "baselines" / "main" / f"{KEY}.json")
+    assert f"  {path}\n" in out  # the file, whole, on a line of its own however long
+    assert max(len(line.rstrip()) for line in out.splitlines() if path not in line) <= 80
     rows = [line.split() for line in out.splitlines() if "2026-11-21" in line]
     assert all(len(row) == len(rows[0]) for row in rows) and "…" not in out  # no cell cut or wrapped
     assert "every run: torch 2.13.0, triton 3.9.0" in " ".join(out.split())  # shared by all: in the title
@@ -109,7 +111,8 @@ def test_show_says_how_many_processes_a_saved_run_was_measured_in(files, tmp_pat
     save_run(tmp_path / "baselines", "main", KEY, RunDocument.from_json(run))
     assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "80"]) == 0
     out = capsys.readouterr().out
-    assert "processes" in out and max(len(line.rstrip()) for line in out.splitlines()) <= 80
+    table = [line for line in out.splitlines() if str(tmp_path) not in line]  # (the path's line is whole)
+    assert "processes" in out and max(len(line.rstrip()) for line in table) <= 80
     rows = [line.split() for line in out.splitlines() if "2026-11-21" in line]
     assert [row[6] for row in rows] == ["-", "-", "-", "3"]  # (after #, date, time, commit, branch, benchmarks)
 

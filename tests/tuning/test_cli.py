@@ -114,7 +114,7 @@ def test_show_lists_entries_and_marks_stale_ones(tmp_path, capsys):
     assert main(["tune", "--show", "--cache", str(path)]) == 0
     out = capsys.readouterr().out
     assert f"{path}: 2 tuned configs" in out
-    assert "BLOCK=256 num_warps=4  0.0123 ms  measured (bayesian, 12 timed) on NVIDIA H100 80GB HBM3" in out
+    assert "BLOCK=256 num_warps=4  12.3 µs  measured (bayesian, 12 timed) on NVIDIA H100 80GB HBM3" in out
     assert "source current" in out and "source STALE (kernel source changed)" in out
 
 
