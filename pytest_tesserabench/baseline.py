@@ -256,6 +256,29 @@ def git_commit_info(cwd: Path) -> dict:
     }
 
 
+# A save measures a benchmark in fresh processes (--bench-save-processes) only while its baseline
+# holds fewer process draws than this, the save's own process included: three saves of three
+# processes. Beyond, each save is one more draw anyway (a new process), and the fresh ones would
+# triple its cost for what the history already knows: in the simulation of the whole pipeline,
+# ten single-process saves judged as well as three saves of three processes.
+SAVE_DRAWS = 9
+
+
+def process_draws(runs: list[RunDocument], history: int) -> dict[str, int]:
+    """Per benchmark, the processes that will have measured it in the baseline once one more
+    save of it is kept: that save's own process, and every process (each run's own and its fresh
+    ones) of its newest ``history`` - 1 earlier runs."""
+    draws: dict[str, int] = {}
+    runs_of: dict[str, int] = {}
+    for run in reversed(runs):
+        for bench_id, record in run.benchmarks.items():
+            if runs_of.get(bench_id, 0) >= history - 1:
+                continue
+            runs_of[bench_id] = runs_of.get(bench_id, 0) + 1
+            draws[bench_id] = draws.get(bench_id, 1) + 1 + len(record.confirm or [])
+    return draws
+
+
 def load_runs(path: Path) -> list[RunDocument]:
     """The runs in a ``--bench-json`` result file (one) or a baseline file (its history)."""
     path = Path(path)

@@ -571,8 +571,9 @@ class SessionHooks:
             return None
         from pytest_tesserabench.gate.centres import gated_timing
 
-        # (timings the gate never compares, the interpreter's, are not worth a process each)
-        measured = [r for r in records if gated_timing(r)]
+        # (timings the gate never compares, the interpreter's, are not worth a process each; nor
+        # a benchmark whose baseline holds enough process draws already: baseline.SAVE_DRAWS)
+        measured = [r for r in records if gated_timing(r) and state.lacks_process_draws(r.id)]
         if not measured:
             return None
         with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
@@ -595,19 +596,27 @@ class SessionHooks:
         state = self.state
         if state.comparison is None or state.ab is not None or state.instruments.ranks.size > 1:
             return None
-        if saved is not None:
-            from pytest_tesserabench.gate.pipeline import Processes
+        from pytest_tesserabench.gate.pipeline import Processes
 
-            return lambda again: Processes(
+        def measured_by_the_save(again) -> Processes | None:
+            if saved is None or not saved.measured or any(r.id not in saved.measured[0] for r in again):
+                return None  # (a benchmark whose baseline held enough draws was not measured again)
+            return Processes(
                 [{r.id: p[r.id] for r in again if r.id in p} for p in saved.measured],
                 saved.seconds,
                 saved.problem,
                 "fresh process(es) of this save",
             )
+
         if state.settings.confirm <= 0:
-            return None
+            if saved is None:
+                return None
+            return lambda again: measured_by_the_save(again) or Processes([])
 
         def measure_again(again):
+            kept = measured_by_the_save(again)
+            if kept is not None:
+                return kept
             pool = self._process_pool(item, state.settings.confirm, "--bench-confirm")
             with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
                 processes = pool.measure(again, state.instruments.local_canary)

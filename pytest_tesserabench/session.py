@@ -43,6 +43,7 @@ class BenchSession:
         self.suite = None  # gate.model.SuiteShift of the whole run (controller, at the end)
         self.status = None  # report.progress.StatusLine while measuring on a terminal
         self.process_pool = None  # confirm.ProcessPool: a save's fresh processes, or --bench-confirm's
+        self._save_draws: dict[str, int] | None = None  # baseline.process_draws of the --bench-save baseline
 
     # -- before measuring --------------------------------------------------------------------------
     def open_baselines(self) -> str | None:
@@ -164,6 +165,21 @@ class BenchSession:
         earlier = baseline.load_runs(path) if path.is_file() else []
         path = baseline.save_run(self.settings.bench_dir, self.settings.save, key, run, history=self.settings.history)
         return path, len(passed), baseline.outlying(run, earlier)
+
+    def lacks_process_draws(self, bench_id: str) -> bool:
+        """Whether the --bench-save baseline still lacks process draws of ``bench_id``
+        (baseline.SAVE_DRAWS): then the save measures it in fresh processes too. A baseline that
+        cannot be read counts as empty (the save itself says what is wrong with it)."""
+        from pytest_tesserabench import baseline
+
+        if self._save_draws is None:
+            path = baseline.baseline_path(self.settings.bench_dir, self.settings.save, self.context.machine_key)
+            try:
+                runs = baseline.load_runs(path) if path.is_file() else []
+            except baseline.BaselineError:
+                runs = []
+            self._save_draws = baseline.process_draws(runs, self.settings.history)
+        return self._save_draws.get(bench_id, 1) < baseline.SAVE_DRAWS
 
     def undetectable(self, path: Path) -> tuple[dict[str, float], int]:
         """(the benchmarks of the saved baseline at ``path`` that the gate cannot judge at the

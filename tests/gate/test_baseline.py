@@ -223,3 +223,15 @@ def test_a_saved_figure_is_outlying_against_what_measured_it_like_with_like():
     # timings the gate never judges are never outlying
     interpreted = RunDocument.from_json({"benchmarks": {"t.py::x": {"timer": "interpreter", "rounds_ms": [3.6] * 5}}})
     assert outlying(interpreted, [quiet, quiet]) == []
+
+
+def test_process_draws_count_every_process_of_the_runs_the_next_save_keeps():
+    from pytest_tesserabench.baseline import process_draws
+
+    three = _saved(1.0, 1.0, 1.0)  # its own process and two fresh ones
+    one = _saved(1.0)
+    assert process_draws([], 10) == {}  # (a benchmark never saved: the save's own process alone)
+    assert process_draws([three, three], 10) == {"t.py::x": 1 + 3 + 3}
+    assert process_draws([three, one, one], 10) == {"t.py::x": 1 + 3 + 1 + 1}
+    # with a history of 3 runs, the next save pushes the oldest out: it counts no more
+    assert process_draws([three, one, one], 3) == {"t.py::x": 1 + 1 + 1}

@@ -231,6 +231,31 @@ def test_a_save_starts_its_fresh_processes_once_and_replaces_one_that_dies(pytes
     assert [len(saved[f"test_kernels.py::test_work[{n}]"].get("confirm") or []) for n in "abc"] == [2, 0, 2]
 
 
+def test_a_save_measures_in_fresh_processes_only_while_the_baseline_lacks_process_draws(pytester, monkeypatch):
+    # Enough draws (here 4 processes per benchmark): a save is then one more draw of its own, and
+    # starts no fresh process. One fresh process per save: 2 draws, then 4, then the third save
+    # (its own process and the two saves before: 5) needs none.
+    from pytest_tesserabench import baseline
+
+    monkeypatch.setattr(baseline, "SAVE_DRAWS", 4)
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    pytester.makeconftest(FRESH_LOG)
+    log = pytester.path / "fresh.log"
+    started = []
+    for _ in range(3):
+        log.write_text("")
+        pytester.runpytest("--bench-save=main", "--bench-save-processes=1", *ARGS).assert_outcomes(passed=3)
+        started.append(len(log.read_text().split()))
+    assert started == [1, 1, 0]
+    (path,) = (pytester.path / "baselines" / "main").glob("*.json")
+    runs = json.loads(path.read_text())["runs"]
+    assert [len(runs[k]["benchmarks"]["test_kernels.py::test_work[a]"].get("confirm") or []) for k in range(3)] == [
+        1,
+        1,
+        0,
+    ]
+
+
 def test_the_processes_that_measure_again_start_once_per_run(project, monkeypatch):
     # Two tests about to fail: measured again in the same two processes, each started once and
     # running both tests in turn (not a start-up and a collection per test and process).
