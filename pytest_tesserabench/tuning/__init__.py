@@ -14,6 +14,9 @@ from importlib import import_module
 _EXPORTS = {
     "Config": "space",
     "ConfigSpace": "space",
+    "ConfigList": "space",
+    "from_autotune": "autotuned",
+    "autotune_configs": "autotuned",
     "SpaceError": "space",
     "Problem": "tunable",
     "Tunable": "tunable",

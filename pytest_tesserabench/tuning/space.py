@@ -234,3 +234,34 @@ class ConfigSpace:
 
 
 __all__ = ["OPTION_NAMES", "Config", "ConfigSpace", "Constraint", "Enumeration", "SpaceError"]
+
+
+@dataclass(frozen=True)
+class ConfigList:
+    """An explicit list of configs (an ``@triton.autotune`` kernel's ``configs``): searched as
+    given, no product, no constraints."""
+
+    configs: Sequence[Mapping[str, Any]]
+
+    def __post_init__(self) -> None:
+        if not self.configs:
+            raise SpaceError("the config list is empty; give at least one config")
+        points = []
+        for config in self.configs:
+            for name, value in config.items():
+                if not isinstance(name, str) or not name.isidentifier():
+                    raise SpaceError(f"parameter name {name!r} is not a Python identifier")
+                if not isinstance(value, (int, float, bool, str)):
+                    raise SpaceError(f"parameter {name}: value {value!r} is not a number, bool or string")
+            points.append(Config(config))
+        object.__setattr__(self, "configs", tuple(dict.fromkeys(points)))  # (a config listed twice: once)
+
+    @property
+    def size(self) -> int:
+        return len(self.configs)
+
+    def check_names(self, context: Mapping[str, Any]) -> None:
+        pass  # (no constraints)
+
+    def enumerate(self, context: Mapping[str, Any] | None = None) -> Enumeration:
+        return Enumeration(legal=list(self.configs), size=len(self.configs), rejected_by={})

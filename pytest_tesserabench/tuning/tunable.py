@@ -164,6 +164,12 @@ def load_tunable(ref: str) -> Tunable:
         obj = load_object(ref, kind=(Tunable,), what="Tunables")
     except UsageError as error:
         raise TunableError(str(error)) from None
+    if not isinstance(obj, Tunable) and hasattr(obj, "configs") and hasattr(obj, "fn"):
+        raise TunableError(
+            f"{ref} is an @triton.autotune kernel: declare a Tunable for it beside it, "
+            "TUNABLE = pytest_tesserabench.tuning.from_autotune(kernel, shape_names=..., inputs=..., grid=...) "
+            "(docs/tuning.md, 'A kernel you already autotune'), and tune MODULE:TUNABLE"
+        )
     if not isinstance(obj, Tunable):
         raise TunableError(
             f"{ref} is a {type(obj).__name__}, not a pytest_tesserabench.tuning.Tunable "
