@@ -209,14 +209,14 @@ MUTATIONS = (
     ),
     Mutation(
         "A/B served processes pinned to one CPU",
-        "pytest_tesserabench/ab/serve.py",
+        "pytest_tesserabench/processes/serve.py",
         "            os.sched_setaffinity(0, {cpu})\n        except OSError:",
         "            pass\n        except OSError:",
         ("tests/plugin/test_ab.py",),
     ),
     Mutation(
         "A/B served processes draw their environment size",
-        "pytest_tesserabench/ab/served.py",
+        "pytest_tesserabench/processes/served.py",
         'env[PAD_ENV] = "x" * secrets.randbelow(PAD_MAX + 1)',
         'env[PAD_ENV] = "x" * PAD_MAX',
         ("tests/plugin/test_ab.py",),
@@ -428,7 +428,7 @@ MUTATIONS = (
     ),
     Mutation(
         "--bench-confirm: the fresh blocks read as passes",
-        "pytest_tesserabench/confirm.py",
+        "pytest_tesserabench/processes/fresh.py",
         "        pass_rounds=tuple(len(block.rounds_ms) for block in blocks),",
         "        pass_rounds=(),",
         (CONFIRM,),
@@ -464,8 +464,8 @@ MUTATIONS = (
     Mutation(
         "--bench-confirm: a fresh process reads the ini file named with -c",
         "pytest_tesserabench/plugin.py",
-        "                    extra_args=_inifile(item),",
-        "                    extra_args=[],",
+        "                extra_args=_inifile(item),",
+        "                extra_args=[],",
         (CONFIRM,),
     ),
     Mutation(
@@ -499,27 +499,35 @@ MUTATIONS = (
     Mutation(
         "--bench-save-processes: the interpreter's timings are not measured again",
         "pytest_tesserabench/plugin.py",
-        "        measured = [r for r in records if gated_timing(r)]\n        if not measured:\n            return None",
-        "        measured = list(records)\n        if not measured:\n            return None",
+        "        measured = [r for r in records if gated_timing(r) and state.lacks_process_draws(r.id)]",
+        "        measured = [r for r in records if state.lacks_process_draws(r.id)]",
         ("tests/plugin/test_passes.py",),
     ),
     Mutation(
         "--bench-save-processes: a run that saves confirms on the processes it saves",
         "pytest_tesserabench/plugin.py",
-        "        if saved is not None:\n            from pytest_tesserabench.gate.pipeline import Processes",
-        "        if False:\n            from pytest_tesserabench.gate.pipeline import Processes",
+        "            kept = measured_by_the_save(again)\n            if kept is not None:",
+        "            kept = measured_by_the_save(again)\n            if False:",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "--bench-save-processes: not once the baseline holds enough process draws",
+        "pytest_tesserabench/session.py",
+        "        return self._save_draws.get(bench_id, 1) < baseline.SAVE_DRAWS",
+        "        return True",
         (CONFIRM,),
     ),
     Mutation(
         "fresh processes (a save's, --bench-confirm's) are started once per run",
         PLUGIN,
-        "        if state.process_pool is None:\n            from pytest_tesserabench.confirm import ProcessPool",
-        "        if True:\n            from pytest_tesserabench.confirm import ProcessPool",
+        "        if state.process_pool is None:\n            from pytest_tesserabench.processes.fresh "
+        "import ProcessPool",
+        "        if True:\n            from pytest_tesserabench.processes.fresh import ProcessPool",
         (CONFIRM,),
     ),
     Mutation(
         "--bench-save-processes: a process that dies is replaced at the next test",
-        "pytest_tesserabench/confirm.py",
+        "pytest_tesserabench/processes/fresh.py",
         "                self.slots[index] = None\n                problem = problem or str(exc)",
         "                self.cannot_start = str(exc)\n                problem = problem or str(exc)",
         (CONFIRM,),
@@ -624,6 +632,17 @@ def copy_tree(destination: Path) -> None:
             shutil.copy2(source, target)
 
 
+def stale() -> list[str]:
+    """The mutations whose text is no longer found exactly once in its file (the code moved)."""
+    out = []
+    for mutation in MUTATIONS:
+        path = ROOT / mutation.file
+        count = path.read_text().count(mutation.old) if path.is_file() else 0
+        if count != 1:
+            out.append(f"{mutation.name}: {mutation.file}: found {count} times")
+    return out
+
+
 def run(mutation: Mutation) -> tuple[str, float]:
     with tempfile.TemporaryDirectory(prefix="tesserabench-mutant-") as folder:
         tree = Path(folder)
@@ -653,7 +672,12 @@ def run(mutation: Mutation) -> tuple[str, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="", help="only mutations whose name contains this")
+    parser.add_argument("--check", action="store_true", help="only say which mutations no longer apply")
     args = parser.parse_args()
+    if args.check:
+        gone = stale()
+        print("\n".join(gone) or f"all {len(MUTATIONS)} mutations apply")
+        return 1 if gone else 0
     survived = 0
     for mutation in MUTATIONS:
         if args.k not in mutation.name:

@@ -4,9 +4,9 @@ Element-wise rule (as torch.testing): |actual - expected| <= atol + rtol * |expe
 infinities equal and NaN never passing unless both sides are NaN at the same place, and atol at
 least the accumulator's own atol times the reference's root-mean-square magnitude: an element of
 a long reduction that lands near zero still carries the accumulator's rounding error in
-proportion to the terms it summed, not to itself. fp32 ``a @ b`` against fp64 on the CI VM: max
-error 5.4e-5 at K=256, 1.7e-4 at K=8192, always 1.8-3.4e-6 of the reference's rms (randn inputs),
-so a fixed atol=1e-5 failed torch itself at K >= 256 (a new user's trial). Only the accumulator's
+proportion to the terms it summed, not to itself: fp32 ``a @ b`` against fp64 errs by a few
+millionths of the reference's rms at any K, which a fixed atol=1e-5 outgrows from K = 256 (it
+would fail torch itself). Only the accumulator's
 share scales: a bf16 output's own rounding is relative to itself (rtol), so its atol stays 3e-2.
 The recorded ``max_rel`` is |actual - expected| / max(|expected|, atol), so near-zero references
 do not turn rounding noise into an infinite relative error.

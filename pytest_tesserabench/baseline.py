@@ -1,4 +1,4 @@
-"""Baseline files: ``<root>/<NAME>/<machine-key>.json`` (DESIGN.md section 6).
+"""Baseline files: ``<root>/<NAME>/<machine-key>.json`` (docs/usage.md, "The run file").
 
 A baseline file is ``{"schema": 1, "name": NAME, "machine_key": KEY, "runs": [run, ...]}`` with
 sorted keys and two-space indent, so a change reads well in review. Runs keep round medians, never
@@ -11,7 +11,6 @@ error naming it, and is never overwritten.
 from __future__ import annotations
 
 import statistics
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,7 +154,7 @@ def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, histo
 def kept_runs(runs: list[RunDocument], history: int) -> list[RunDocument]:
     """The runs (oldest first) among which each benchmark's last ``history`` are: a run goes when
     every benchmark in it has ``history`` newer runs. Trimmed by run count, ten saves of one
-    benchmark (``-k``) would push every other benchmark out of the baseline (a new user's trial)."""
+    benchmark (``-k``) would push every other benchmark out of the baseline."""
     newer: dict[str, int] = {}
     kept = []
     for run in reversed(runs):
@@ -232,28 +231,6 @@ def outlying(run: RunDocument, earlier: list[RunDocument]) -> list[Outlying]:
         if max(now / typical, typical / now) >= OUTLYING_FACTOR:
             out.append(Outlying(bench_id, now, typical, against))
     return out
-
-
-def git_commit_info(cwd: Path) -> dict:
-    """{"sha", "branch", "dirty"} of the git checkout at ``cwd``; None values without git."""
-
-    def git(*args: str) -> str | None:
-        try:
-            result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return result.stdout.strip() if result.returncode == 0 else None
-
-    sha = git("rev-parse", "HEAD")
-    if sha is None:
-        return {"sha": None, "branch": None, "dirty": None}
-    branch = git("rev-parse", "--abbrev-ref", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {
-        "sha": sha,
-        "branch": None if branch in (None, "HEAD") else branch,
-        "dirty": None if status is None else bool(status),
-    }
 
 
 # A save measures a benchmark in fresh processes (--bench-save-processes) only while its baseline

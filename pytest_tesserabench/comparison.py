@@ -126,7 +126,7 @@ class BaselineComparison:
         ``measured``: the log centres of every benchmark this process measured so far (this test's
         included), from which the run's shared shift is estimated; ``canary``: this run's log
         canary; ``measure_again``: measures records again in ``processes_again`` fresh processes
-        (confirm.py)."""
+        (processes/fresh.py)."""
         from pytest_tesserabench.gate.pipeline import judge_test
 
         history = self.history

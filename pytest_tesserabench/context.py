@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import subprocess
 from pathlib import Path
 
 from pytest_tesserabench.results import BenchRecord, RunDocument
@@ -31,8 +32,6 @@ class RunContext:
     @functools.cached_property
     def commit(self) -> dict:
         """sha, branch and dirty flag of the checkout (asked once: --bench-json and --bench-save share it)."""
-        from pytest_tesserabench.baseline import git_commit_info
-
         return git_commit_info(self.rootdir)
 
     def time_canary(self, lock) -> None:
@@ -60,3 +59,25 @@ class RunContext:
             canary_ms=list(self.canary_ms),
             measured_order=list(records),  # (records come in the order their measurements ended)
         )
+
+
+def git_commit_info(cwd: Path) -> dict:
+    """{"sha", "branch", "dirty"} of the git checkout at ``cwd``; None values without git."""
+
+    def git(*args: str) -> str | None:
+        try:
+            result = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return result.stdout.strip() if result.returncode == 0 else None
+
+    sha = git("rev-parse", "HEAD")
+    if sha is None:
+        return {"sha": None, "branch": None, "dirty": None}
+    branch = git("rev-parse", "--abbrev-ref", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {
+        "sha": sha,
+        "branch": None if branch in (None, "HEAD") else branch,
+        "dirty": None if status is None else bool(status),
+    }

@@ -503,7 +503,7 @@ class Settings:
     ab_processes: int = 8
     settle_time: float = 2.0
     unresolved: str = "warn"  # what an INCONCLUSIVE verdict does in history mode: warn or fail its test
-    confirm: int = 2  # fresh processes that measure a benchmark about to fail again (history mode; confirm.py)
+    confirm: int = 2  # fresh processes that measure a benchmark about to fail again (history mode; processes/fresh.py)
     save_processes: int = 2  # fresh processes that measure every benchmark of a --bench-save run too
     passes: int | None = None  # None: auto (passes.planned)
     ab_serve: str | None = None

@@ -8,9 +8,9 @@ every benchmark) cannot remove them, and they read as drift between runs of each
 own. Measured in passes, every benchmark sees the same mixture of the run's states; the shift is
 then shared, and what is left is the benchmark's own. A stretch that catches some passes of a
 benchmark is left out by the gate's centre of the run, the lowest of the passes' centres
-(gate.centres.record_summary). On the CI VM, whose speed steps every 1-3 s, the same kept runs of five
-gate runs judged by that centre caught +10% slowdowns 40/40 (29/40 by the median of the passes,
-17/40 by their mean); docs/gate.md, "Interleaved passes", has every figure.
+(gate.centres.record_summary): on a machine whose speed steps every few seconds, the median or
+mean of the passes carries the slow stretch into the centre (docs/gate-evidence.md has the
+figures).
 
 How: the earlier passes run each benchmark test through pytest's own protocol without reporting
 it (``runtestprotocol(log=False)``, as pytest-rerunfailures reruns tests): set-up, the first call,

@@ -131,7 +131,7 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
     reference side (the pytest the candidate started in REF's worktree)."""
     settings = state.settings
     if settings.ab_serve:
-        from pytest_tesserabench.ab.serve import ServeLoop
+        from pytest_tesserabench.processes.serve import ServeLoop
 
         state.measurer = ServeLoop(settings.ab_serve, BENCH_KEY)
         config.pluginmanager.register(state.measurer, ServeLoop.NAME)
@@ -144,11 +144,11 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
                 f"--bench-ab={settings.ab} under torchrun: A/B runs one process per side; compare collectives "
                 "against a recorded baseline instead (--bench-compare)"
             )
-        from pytest_tesserabench.ab.worktree import ABError
+        from pytest_tesserabench.processes.served import ProcessError
 
         try:
             state.ab = state.measurer = ABLead.open(settings, rootdir=Path(config.rootpath), cache_dir=cache_dir)
-        except ABError as exc:
+        except ProcessError as exc:
             raise pytest.UsageError(str(exc)) from None
         state.reference = state.ab.reference
         state.sigterm = _interrupt_on_sigterm()
@@ -472,11 +472,11 @@ class SessionHooks:
     def pytest_runtest_call(self, item: pytest.Item):
         both_sides = self.state.ab is not None and "bench" in item.fixturenames
         if both_sides:
-            from pytest_tesserabench.ab.worktree import ABError
+            from pytest_tesserabench.processes.served import ProcessError
 
             try:
                 self.state.ab.begin_test(item.nodeid)
-            except ABError as exc:
+            except ProcessError as exc:
                 pytest.fail(str(exc), pytrace=False)
         passes = self.state.passes
         if passes is not None:
@@ -562,7 +562,7 @@ class SessionHooks:
 
     def _measure_for_save(self, item: pytest.Item, records):
         """With --bench-save: every gated benchmark measured in --bench-save-processes fresh
-        processes too, which the baseline keeps (confirm.py, "A baseline measured in several
+        processes too, which the baseline keeps (processes/fresh.py, "A baseline measured in several
         processes"); the records keep them (BenchRecord.confirm). The processes, or None."""
         state = self.state
         if state.settings.save is None or state.settings.save_processes <= 0 or state.ab is not None:
@@ -626,11 +626,11 @@ class SessionHooks:
         return measure_again
 
     def _process_pool(self, item: pytest.Item, count: int, option: str):
-        """This run's fresh processes (confirm.ProcessPool): a save's, or --bench-confirm's; made at
+        """This run's fresh processes (processes.fresh.ProcessPool): a save's, or --bench-confirm's; made at
         the first test that needs them, collecting the files of every benchmark test of this run."""
         state = self.state
         if state.process_pool is None:
-            from pytest_tesserabench.confirm import ProcessPool
+            from pytest_tesserabench.processes.fresh import ProcessPool
 
             benchmarks = (i.nodeid for i in item.session.items if "bench" in getattr(i, "fixturenames", ()))
             state.process_pool = ProcessPool(
@@ -647,12 +647,12 @@ class SessionHooks:
     def _end_test_on_both_sides(self, item: pytest.Item) -> None:
         """The reference finished the test too: its records join ours; its calls we never made
         are MISSING."""
-        from pytest_tesserabench.ab.worktree import ABError
+        from pytest_tesserabench.processes.served import ProcessError
         from pytest_tesserabench.results import Verdict
 
         try:
             ended = self.state.ab.end_test()
-        except ABError as exc:
+        except ProcessError as exc:
             pytest.fail(str(exc), pytrace=False)
         reference_only = [self._deleted_here(nodeid) for nodeid in self.state.ab.reference_only()]
         item.stash[MISSING_KEY] = reference_only
@@ -779,7 +779,7 @@ def _keep_processes(records, processes) -> None:
     """The run file keeps what fresh processes measured of each record (BenchRecord.confirm)."""
     from dataclasses import replace
 
-    from pytest_tesserabench.confirm import as_json
+    from pytest_tesserabench.processes.fresh import as_json
 
     for record in records:
         record.confirm = [as_json(p[record.id]) for p in processes.measured if record.id in p] or None

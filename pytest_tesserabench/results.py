@@ -246,7 +246,7 @@ class Sampling:
     stop: str = ""
     elapsed_s: float = 0.0
     settle_s: float = 0.0  # extra measuring an INCONCLUSIVE verdict took to settle
-    confirm_s: float = 0.0  # measuring it again in fresh processes before failing took (confirm.py)
+    confirm_s: float = 0.0  # measuring it again in fresh processes before failing took (processes/fresh.py)
     run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
     others_cpu_s: float = 0.0  # CPU time other processes used while the rounds were timed (neighbours)
     others_wall_s: float = 0.0  # the wall time of those rounds
@@ -487,7 +487,7 @@ class BenchRecord:
     ab: dict | None = None  # --bench-ab: the reference side and the pairs (see ab/lead.py)
     canary_ms: float | None = None  # the canary right before this measurement (compared runs)
     # The fresh processes that measured it too, each {"rounds_ms", "pass_rounds", "canary_ms"}
-    # (confirm.py): --bench-confirm's, so a file judged again offline is judged on all of them;
+    # (processes/fresh.py): --bench-confirm's, so a file judged again offline is judged on all of them;
     # --bench-save-processes', so a baseline knows how processes differ
     confirm: list[dict] | None = None
     distributed: dict | None = None  # ranks that measured it; a collective's algbw/busbw (fixture.py)
@@ -729,7 +729,7 @@ class RunDocument:
         for record_id, record in benchmarks.items():
             records[record_id] = BenchRecord.from_json(record_id, record, f"{where}, benchmark {record_id!r}")
         canary = _times(data.get("canary_ms", []), f"{where}.canary_ms")
-        order = data.get("measured_order", [])  # (absent from files before 2026-11-22, and from baselines)
+        order = data.get("measured_order", [])  # (absent from older files, and from baselines)
         if order and (not isinstance(order, list) or sorted(map(str, order)) != sorted(records)):
             raise _fail(f"{where}.measured_order", "expected a list of the file's benchmark ids, each once")
         known = ("schema", "benchmarks", "machine", "commit", "started", "canary_ms", "measured_order")

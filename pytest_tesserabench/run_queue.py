@@ -31,7 +31,7 @@ def wait_clock() -> tuple[Callable[[], int], Callable[[], None]]:
     """(read, close) for the calling thread: ``read()`` is its run-queue wait so far in ns.
 
     Open it in the thread that times (``thread-self`` is resolved when the file is opened) and
-    close it when the round is over. A read costs one ``pread`` (0.6-0.9 us measured on the CI VM).
+    close it when the round is over. A read costs one ``pread`` (under a microsecond).
     """
     return proc_reader(_SCHEDSTAT, 64, lambda text: int(text.split()[1])) or unavailable()
 

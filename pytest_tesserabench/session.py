@@ -42,7 +42,7 @@ class BenchSession:
         self.measured: dict[str, float] = {}  # id -> log centre, of what this process measured
         self.suite = None  # gate.model.SuiteShift of the whole run (controller, at the end)
         self.status = None  # report.progress.StatusLine while measuring on a terminal
-        self.process_pool = None  # confirm.ProcessPool: a save's fresh processes, or --bench-confirm's
+        self.process_pool = None  # processes.fresh.ProcessPool: a save's fresh processes, or --bench-confirm's
         self._save_draws: dict[str, int] | None = None  # baseline.process_draws of the --bench-save baseline
 
     # -- before measuring --------------------------------------------------------------------------

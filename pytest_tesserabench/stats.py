@@ -68,7 +68,7 @@ def outlier_count(values) -> int:
 
 
 def summarize(rounds_ms, samples_ms=None, *, noisy: bool = False) -> dict:
-    """The ``stats`` block of a record (DESIGN section 6), computed on the round medians.
+    """The ``stats`` block of a record (docs/usage.md, "The run file"), computed on the round medians.
 
     The round medians are the unit of the statistics: samples within a round are correlated
     (same cache and clock state), rounds much less so. ``samples`` counts the raw samples.

@@ -6,9 +6,6 @@ pair, so whatever the machine does to both sides cancels; several served process
 what a process does to its own timings averages out and shows in the interval.
 
 * ``worktree``: resolve REF, check it out, clean up (also after Ctrl-C or a killed run).
-* ``served``: the lead's handle on a served process (a pytest run in one side's tree, serving).
-* ``serve``: the served process's end: collects the same tests and runs one on request, warming
-  up and measuring blocks of rounds when asked.
 * ``interleave``: the ABBA schedule over process pairs.
 * ``lead``: the pytest that runs the session: starts the served processes, runs each test in all
   of them, interleaves, hands the pairs to the rule (gate.paired.process_decision).
@@ -16,7 +13,8 @@ what a process does to its own timings averages out and shows in the interval.
 Why long-lived served processes rather than importing both trees into one: each tree's code must
 be imported by its own interpreter (module names collide: ``kernels.matmul`` exists on both
 sides), and test fixtures (inputs, compiled kernels) should be set up once per test, not once per
-block. A pytest process in each tree gives both: it collects the same tests with the tree's own
+block. A pytest process in each tree (``processes.served``, the fresh processes' machinery)
+gives both: it collects the same tests with the tree's own
 conftest and fixtures, and keeps the test's objects alive while the lead asks for blocks. Why
 served on both sides, several each: a process's timings carry a steady bias of its own (memory
 layout, allocator state), 1-10% on CPU code here, that no interleaving cancels (docs/gate.md).

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from pytest_tesserabench import sampling
-from pytest_tesserabench.ab.served import Block
+from pytest_tesserabench.processes.served import Block
 
 ROUNDS_PER_BLOCK = 1
 MAX_PAIRS = 512

@@ -17,10 +17,9 @@ from pathlib import Path
 from pytest_tesserabench import sampling
 from pytest_tesserabench.ab import worktree
 from pytest_tesserabench.ab.interleave import interleave, measuring_cpu
-from pytest_tesserabench.ab.served import Reached, ServedProcess, TestDone, measurement_args
-from pytest_tesserabench.ab.worktree import ABError
 from pytest_tesserabench.gate import paired
 from pytest_tesserabench.options import Settings
+from pytest_tesserabench.processes.served import ProcessError, Reached, ServedProcess, TestDone, measurement_args
 
 
 class TestOnBothSides:
@@ -60,7 +59,7 @@ class ABLead:
         self.file_patterns: list[str] = []  # pytest's python_files
         self.selection: list[str] = []
         self.test: TestOnBothSides | None = None
-        self.failed: ABError | None = None  # the served processes could not start
+        self.failed: ProcessError | None = None  # the served processes could not start
 
     @classmethod
     def open(cls, settings: Settings, *, rootdir: Path, cache_dir: Path) -> ABLead:
@@ -108,7 +107,7 @@ class ABLead:
         if not self.references:
             try:
                 self._start()
-            except ABError as exc:
+            except ProcessError as exc:
                 self.close()
                 self.failed = exc
                 raise

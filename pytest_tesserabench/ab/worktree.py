@@ -9,9 +9,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_tesserabench.processes.served import ProcessError
 
-class ABError(Exception):
-    """A/B cannot run as asked; the message names the culprit and the fix."""
+
+class ABError(ProcessError):
+    """A/B cannot run as asked (a ref, a worktree, or a served process of either side); the
+    message names the culprit and the fix."""
 
 
 @dataclass(frozen=True)

@@ -59,8 +59,8 @@ def passes_differ(
     """No timing verdict where this run measured in another number of passes than the
     baseline's runs (say the baseline saved without -n, compared under -n): a run in passes is
     centred on its lowest pass, one pass on the median of all its rounds, so the two sides are
-    centred differently (a new user's trial: three unchanged benchmarks +34% to +44% under -n 2
-    against a four-pass baseline), and measuring inside an xdist worker is itself another
+    centred differently (unchanged benchmarks under -n read tens of percent slower than a
+    four-pass baseline), and measuring inside an xdist worker is itself another
     condition. A verdict of the kernel figures (reasons) stands."""
     verdicts = dict(verdicts)
     for record in records:

@@ -137,8 +137,8 @@ def candidate_shift(
     half a +60% shift, another all of it), so the scatter of the others around their median, less
     what the baseline's residual noise explains, is each benchmark's uncertainty about its share.
     It is also how far this run's conditions moved each benchmark on its own, which back-to-back
-    saves do not show (on the CI VM a candidate run ten minutes after its baseline read unchanged
-    benchmarks -6% to +10%, each its own way, with no shared shift at all). Both are moderated as
+    saves do not show (a later run can move unchanged benchmarks several percent each its own
+    way, with no shared shift at all). Both are moderated as
     the rule moderates drift: pooled with the baseline's residual noise worth ``prior_runs`` runs,
     on as many degrees of freedom as those and the others less one. The median's error is of the
     others' core (a robust scale); how unalike they took the shift is their standard deviation, the
@@ -209,10 +209,10 @@ def _pct(log_value: float) -> str:
 def local_canary_shift(records, baseline_runs: list) -> float | None:
     """How much slower (log) the machine was while this run's benchmarks were measured than while
     the baseline's were, by the canary timed right before each benchmark (median over the run,
-    then over the baseline's runs); None where either side has none (baselines saved before
-    2026-11-22). On the CI VM the start and end canaries caught the other speed state than the
-    benchmarks in whole runs (every benchmark +37%, the start canary +0%, the canaries before the
-    benchmarks +31%): only these describe the machine the benchmarks ran on."""
+    then over the baseline's runs); None where either side has none (older baselines). A canary
+    at the start or end of a run can catch another speed state of a machine that steps between
+    speeds than the benchmarks did; only the canaries beside the benchmarks describe the machine
+    they ran on."""
 
     def centre(recs) -> float | None:
         values = [math.log(r.canary_ms) for r in recs if r.canary_ms]
@@ -262,11 +262,10 @@ def suite_shift(
     benchmarks (the lower quartile of their log ratios, so two regressed benchmarks of six and a
     noisy one do not make a suite-wide slowdown) in every pass (the lowest pass: a slow stretch of
     the machine covers some passes, a slower code all; ``pass_measured``, each pass's log
-    centres). On the CI VM three of sixteen unchanged runs failed on the median of all passes: a
-    slow stretch over two passes of four, and +5.9% from two regressed benchmarks and a noisy one.
-    The canary only excuses: a canary that ran faster than the baseline's does not turn an
-    unchanged suite into a slower one (a new user's unchanged suite, -0.2% against a canary -18.8%,
-    failed as "+22.9% unexplained" before)."""
+    centres): the median of all passes fails an unchanged suite whenever a slow stretch of the
+    machine covers half of them. The canary only excuses: a canary that ran faster than the
+    baseline's does not turn an unchanged suite into a slower one (its speed says how the machine
+    moved, not that the code did)."""
     values = [c - model.effects[i] for i, c in measured.items() if i in model.effects]
     if len(values) < min_benchmarks:
         return None

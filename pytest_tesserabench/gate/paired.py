@@ -3,7 +3,7 @@ reference blocks.
 
 Drift shared by the two sides cancels within a pair, so no between-run model is needed. What a
 pair cannot cancel is the process: two processes running identical code differ by a steady bias
-(memory layout, allocator state: 1-2% for most pure-Python code on the CI VM, up to 10% for some),
+(memory layout, allocator state: a percent or two for most code, up to ten for some),
 so with several processes per side the unit of analysis is the process pair (process_decision);
 with one per side, the pair (paired_decision). The stopping rule looks at the data repeatedly; to
 keep the false-alarm rate the rule promises, only the looks in GateConfig.paired_looks

@@ -1,6 +1,6 @@
 """Analyse captured kernel launches for each target: compile, read every level, cache, dump.
 
-One record per (launch, arch): the `kernels` entries of a benchmark record (DESIGN.md section 6).
+One record per (launch, arch): the `kernels` entries of a benchmark record (docs/usage.md, "The run file").
 Records are cached on disk by a key covering everything that changes the binary, so a warm
 re-run reads one small JSON file per kernel and target.
 """

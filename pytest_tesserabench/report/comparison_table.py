@@ -14,7 +14,7 @@ from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden
 from pytest_tesserabench.results import STATUSES, BenchRecord, Verdict
 from pytest_tesserabench.units import format_ms
 
-# What differs between two runs without changing the machine key (DESIGN.md section 6).
+# What differs between two runs without changing the machine key (docs/usage.md, "The run file").
 SOFTWARE_KEYS = ("driver", "cuda", "torch", "triton", "python", "numpy")
 STYLE = {
     "REGRESSED": "red",

@@ -168,11 +168,11 @@ def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
 
 def ab_conditions_line() -> str:
     """How A/B's served processes run the code, which a user comparing figures with --bench's must
-    know (a new user's trial: a numpy matmul read 0.5-0.7 ms under A/B, 0.3 ms under --bench)."""
+    know: a multi-threaded call reads slower there than under --bench."""
     import os
 
     from pytest_tesserabench.ab.interleave import measuring_cpu
-    from pytest_tesserabench.ab.served import THREAD_POOLS
+    from pytest_tesserabench.processes.served import THREAD_POOLS
 
     cpu = measuring_cpu()
     where = f"on CPU {cpu}" if cpu is not None else "on one CPU"

@@ -7,13 +7,13 @@ import pytest
 from pytest_tesserabench.baseline import (
     BaselineError,
     baseline_path,
-    git_commit_info,
     load_baseline,
     load_runs,
     outlying,
     save_run,
     validate_name,
 )
+from pytest_tesserabench.context import git_commit_info
 from pytest_tesserabench.results import RunDocument, Verdict
 
 KEY = "cpu-x86-64-test"

@@ -9,7 +9,7 @@ import sys
 import pytest
 from snippets import FAKE_CLOCK
 
-from pytest_tesserabench import confirm
+from pytest_tesserabench.processes import fresh as confirm
 from pytest_tesserabench.results import BenchRecord, Sampling
 
 # The kernel takes 2 ms of a fake clock. SLOWER_<name> slows it in every process (a change of the
@@ -293,8 +293,8 @@ def test_fresh_processes_measure_in_blocks_like_the_passes_of_this_one():
 
 
 def test_a_fresh_record_reads_as_a_run_measured_in_passes_one_per_block():
-    from pytest_tesserabench.ab.served import Block
     from pytest_tesserabench.gate.centres import log_centre
+    from pytest_tesserabench.processes.served import Block
 
     main = _record([3, 3], 6)
     blocks = [Block([2.0, 2.1, 2.2], [2.0, 2.1, 2.2], 0.5), Block([1.0, 1.1, 1.2], [1.0, 1.1, 1.2], 0.25)]
@@ -368,7 +368,7 @@ def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
 
 
 def _block(rounds):
-    from pytest_tesserabench.ab.served import Block
+    from pytest_tesserabench.processes.served import Block
 
     return Block(rounds, rounds, 0.0)
 
@@ -395,7 +395,7 @@ def test_a_served_process_gives_the_gpu_memory_its_test_cached_back(monkeypatch,
     # (it waits while the session's process, and the other fresh ones, run their tests)
     from types import SimpleNamespace
 
-    from pytest_tesserabench.ab import serve
+    from pytest_tesserabench.processes import serve
 
     emptied = []
     cuda = SimpleNamespace(

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from pytest_tesserabench import options, threads
-from pytest_tesserabench.ab.served import measurement_args
+from pytest_tesserabench.processes.served import measurement_args
 from pytest_tesserabench.report.terminal import cpu_sharing_line
 from pytest_tesserabench.results import BenchRecord, Sampling
 

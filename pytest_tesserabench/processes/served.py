@@ -20,8 +20,13 @@ from multiprocessing.connection import Listener
 from pathlib import Path
 
 from pytest_tesserabench import threads
-from pytest_tesserabench.ab.worktree import ABError
 from pytest_tesserabench.sampling import Plan
+
+
+class ProcessError(Exception):
+    """A served process cannot start, died, or answered out of turn; the message names the culprit
+    and the fix."""
+
 
 AUTHKEY_ENV = "TESSERABENCH_AB_AUTHKEY"
 CACHE_ENV = "TESSERABENCH_AB_CACHE"
@@ -147,17 +152,17 @@ class ServedProcess:
         while thread.is_alive():
             thread.join(0.2)
             if self.process.poll() is not None and not accepted:
-                raise ABError(f"{self.option}: {self.where} stopped before it started: {self.tail()}")
+                raise ProcessError(f"{self.option}: {self.where} stopped before it started: {self.tail()}")
             if time.monotonic() > deadline:
                 self.close()
-                raise ABError(f"{self.option}: {self.where} did not start in {START_TIMEOUT_S} s")
+                raise ProcessError(f"{self.option}: {self.where} did not start in {START_TIMEOUT_S} s")
         listener.close()
         self._listener = None
         self.connection = accepted[0]
         hello = self._receive(START_TIMEOUT_S)
         if hello.get("error"):
             self.close()
-            raise ABError(f"{self.option}: the tests do not collect in {self.where}: {hello['error']}")
+            raise ProcessError(f"{self.option}: the tests do not collect in {self.where}: {hello['error']}")
         self.nodeids = set(hello.get("nodeids", ()))
         self.benchmarks = list(hello.get("benchmarks", ()))  # the tests here that use the bench fixture
 
@@ -207,7 +212,7 @@ class ServedProcess:
         try:
             self.connection.send(message)
         except OSError as exc:
-            raise ABError(f"{self.option}: lost {self.where}: {exc}; its output:\n{self.tail()}") from None
+            raise ProcessError(f"{self.option}: lost {self.where}: {exc}; its output:\n{self.tail()}") from None
 
     def _receive(self, timeout: float) -> dict:
         deadline = time.monotonic() + timeout
@@ -217,11 +222,13 @@ class ServedProcess:
                     return self.connection.recv()
             except (EOFError, OSError):
                 # The connection closed: the process is exiting (it may not be reaped yet).
-                raise ABError(f"{self.option}: {self.where} {self._exited()}; its output:\n{self.tail()}") from None
+                raise ProcessError(
+                    f"{self.option}: {self.where} {self._exited()}; its output:\n{self.tail()}"
+                ) from None
             if self.process.poll() is not None:
-                raise ABError(f"{self.option}: {self.where} {self._exited()}; its output:\n{self.tail()}")
+                raise ProcessError(f"{self.option}: {self.where} {self._exited()}; its output:\n{self.tail()}")
             if time.monotonic() >= deadline:
-                raise ABError(f"{self.option}: {self.where} did not answer in {timeout:.0f} s")
+                raise ProcessError(f"{self.option}: {self.where} did not answer in {timeout:.0f} s")
 
     def _exited(self) -> str:
         """How the process ended: its exit status, or its signal (a crash)."""

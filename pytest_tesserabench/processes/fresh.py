@@ -33,10 +33,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from pytest_tesserabench.ab.served import Reached, ServedProcess, TestDone, measurement_args
-from pytest_tesserabench.ab.worktree import ABError
 from pytest_tesserabench.gate.pipeline import Processes
 from pytest_tesserabench.options import Settings
+from pytest_tesserabench.processes.served import ProcessError, Reached, ServedProcess, TestDone, measurement_args
 from pytest_tesserabench.results import BenchRecord, Sampling, Stats
 
 MIN_BLOCK_ROUNDS = 3  # a block's median needs a few rounds to be a centre at all
@@ -78,7 +77,7 @@ class ProcessPool:
     calls in turn when asked (``measure``). ``option`` names what they serve in messages.
 
     Why not a process per test: that paid pytest's start-up and collection once per test and
-    process (about 2.8 s per test on the CI VM, more where the tests import torch or create a CUDA
+    process (seconds per test, more where the tests import torch or create a CUDA
     context). And a process that runs the suite, as the session's does, is the kind of process the
     baseline speaks for; the k-th of a save's is then one process for every benchmark, as the
     run-effect model reads it (a run of its own). A process that dies is replaced at the next test;
@@ -112,7 +111,7 @@ class ProcessPool:
                 continue
             try:
                 measured = _measure_in(process, records[0].nodeid, records, canary)
-            except ABError as exc:
+            except ProcessError as exc:
                 process.close()
                 self.slots[index] = None
                 problem = problem or str(exc)
@@ -146,7 +145,7 @@ class ProcessPool:
         for index in missing:
             try:
                 self.slots[index].connect()
-            except ABError as exc:
+            except ProcessError as exc:
                 self.slots[index].close()
                 self.slots[index] = None
                 self.cannot_start = self.cannot_start or str(exc)

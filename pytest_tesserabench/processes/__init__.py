@@ -1,0 +1,14 @@
+"""Pytest processes of a tree that measure a test's calls on request, for the session that
+started them.
+
+* ``served``: the session's handle on one such process (start, connect, run a test, warm up,
+  measure blocks of rounds, close), and ``ProcessError`` when one cannot start or dies.
+* ``serve``: the process's own end (``--bench-ab-serve``): collects the same tests and runs one on
+  request.
+* ``fresh``: a run's fresh processes (``ProcessPool``), which measure a save's benchmarks again
+  (``--bench-save-processes``) and an undecided or failing one in history mode
+  (``--bench-confirm``), each as a run of its own for the gate.
+
+A/B (``ab/``) serves both of its sides with them. This package imports the record, the sampling
+plan and the gate's ``Processes`` type; nothing of A/B, history or reports.
+"""
