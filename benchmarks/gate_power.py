@@ -30,7 +30,7 @@ from pipeline_simulation import Machine, Tally, simulate  # noqa: E402
 
 from pytest_tesserabench.gate import GateConfig  # noqa: E402
 from pytest_tesserabench.gate.pipeline import History, judge_run  # noqa: E402
-from pytest_tesserabench.results import Verdict  # noqa: E402
+from pytest_tesserabench.record.results import Verdict  # noqa: E402
 
 MACHINES = {"quiet": Machine(), "loaded": Machine(loaded=(0.26, 0.47))}
 

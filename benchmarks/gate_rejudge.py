@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gate_real  # noqa: E402  (its table)
 
-from pytest_tesserabench import baseline  # noqa: E402
 from pytest_tesserabench.gate import GateConfig  # noqa: E402
 from pytest_tesserabench.gate.pipeline import History, judge_run  # noqa: E402
+from pytest_tesserabench.history import baseline  # noqa: E402
 
 BASELINE_OF_MODE = {"history": "main", "history-1pass": "onepass", "history-first3": "first3"}
 

@@ -36,10 +36,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 try:
-    from pytest_tesserabench import machine, profiling
+    from pytest_tesserabench.machine import device as machine
+    from pytest_tesserabench.machine import profiling
 except ImportError:  # run from a checkout without installing the package
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from pytest_tesserabench import machine, profiling
+    from pytest_tesserabench.machine import device as machine
+    from pytest_tesserabench.machine import profiling
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gate_real  # noqa: E402  (the throwaway repository and its virtual environment)
 
-from pytest_tesserabench import results  # noqa: E402
 from pytest_tesserabench.gate import model as run_effect  # noqa: E402
 from pytest_tesserabench.gate.centres import log_centre  # noqa: E402
+from pytest_tesserabench.record import results  # noqa: E402
 
 
 def one_run(python: Path, repo: Path, passes: int, out: Path) -> tuple[results.RunDocument, float]:

@@ -20,10 +20,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_tesserabench import sampling
-from pytest_tesserabench.fixture import Bench
+from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.measure.fixture import Bench
+from pytest_tesserabench.measure.timing import CpuTimer
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.timing import CpuTimer
 
 
 def empty():

@@ -51,7 +51,7 @@ MUTATIONS = (
     ),
     Mutation(
         "alpha/m count reaching the gate",
-        "pytest_tesserabench/comparison.py",
+        "pytest_tesserabench/history/comparison.py",
         "m=max(self.n_compared, len(records)),",
         "m=len(records),",
         (WIRING,),
@@ -66,7 +66,7 @@ MUTATIONS = (
     ),
     Mutation(
         "verdicts stripped from saved baselines",
-        "pytest_tesserabench/results.py",
+        "pytest_tesserabench/record/results.py",
         "replace(r, samples_ms=[], verdict=None, ab=None,",
         "replace(r, samples_ms=[], ab=None,",
         (WIRING, "tests/gate/test_baseline.py"),
@@ -90,7 +90,7 @@ MUTATIONS = (
     # Wiring added since.
     Mutation(
         "noisy flag from the sampler",
-        "pytest_tesserabench/sampling.py",
+        "pytest_tesserabench/measure/sampling.py",
         "            result.noisy = stop != _CONVERGED",
         "            result.noisy = False",
         (WIRING, "tests/plugin/test_sampling.py"),
@@ -104,7 +104,7 @@ MUTATIONS = (
     ),
     Mutation(
         "autotuner's first config under the interpreter",
-        "pytest_tesserabench/interpret.py",
+        "pytest_tesserabench/machine/interpret.py",
         "        if not interpreting():\n",
         "        if True:\n",
         ("tests/plugin/test_user_project.py",),
@@ -146,28 +146,28 @@ MUTATIONS = (
     ),
     Mutation(
         "record on a GPU, gate anywhere",
-        "pytest_tesserabench/comparison.py",
+        "pytest_tesserabench/history/comparison.py",
         "        if with_kernels:",
         "        if False:",
         ("tests/plugin/test_static_analysis.py",),
     ),
     Mutation(
         "unknown baseline name is a usage error",
-        "pytest_tesserabench/comparison.py",
+        "pytest_tesserabench/history/comparison.py",
         "if name not in known and settings.save != name:",
         "if False:",
         ("tests/plugin/test_gate_e2e.py",),
     ),
     Mutation(
         "stale temporaries removed",
-        "pytest_tesserabench/baseline.py",
+        "pytest_tesserabench/history/baseline.py",
         "            files.remove_stale_temporaries(path)\n",
         "",
         ("tests/gate/test_bad_input.py",),
     ),
     Mutation(
         "file mode kept",
-        "pytest_tesserabench/files.py",
+        "pytest_tesserabench/record/files.py",
         "        os.chmod(temporary, mode)",
         "        pass",
         ("tests/gate/test_bad_input.py",),
@@ -181,7 +181,7 @@ MUTATIONS = (
     ),
     Mutation(
         "validation of record values",
-        "pytest_tesserabench/results.py",
+        "pytest_tesserabench/record/results.py",
         "    if not _is_number(value):\n        raise",
         "    if False:\n        raise",
         ("tests/gate/test_bad_input.py",),
@@ -195,7 +195,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the run's canary reaching the shift",
-        "pytest_tesserabench/comparison.py",
+        "pytest_tesserabench/history/comparison.py",
         "shifts={r.id: history.shift(r.id, measured, canary) for r in records},",
         "shifts={r.id: history.shift(r.id, measured, None) for r in records},",
         ("tests/plugin/test_run_effect_plugin.py",),
@@ -237,21 +237,21 @@ MUTATIONS = (
     ),
     Mutation(
         "CPU samples leave out the run-queue wait",
-        "pytest_tesserabench/timing.py",
+        "pytest_tesserabench/measure/timing.py",
         "out.append((clock() - t0 - wait) / inner / 1e6)",
         "out.append((clock() - t0) / inner / 1e6)",
         ("tests/plugin/test_run_queue.py",),
     ),
     Mutation(
         "the run-queue wait is read from schedstat's run_delay",
-        "pytest_tesserabench/run_queue.py",
+        "pytest_tesserabench/machine/run_queue.py",
         "lambda text: int(text.split()[1])",
         "lambda text: int(text.split()[0])",
         ("tests/plugin/test_run_queue.py",),
     ),
     Mutation(
         "bench()'s measuring path carries the wait into the record",
-        "pytest_tesserabench/sampling.py",
+        "pytest_tesserabench/measure/sampling.py",
         "        samples = _timed_round(timer, plan, result)",
         "        samples = timer.round(plan.samples_per_round)",
         ("tests/plugin/test_run_queue.py",),
@@ -286,7 +286,7 @@ MUTATIONS = (
     ),
     Mutation(
         "passes: the reported pass pools the earlier rounds",
-        "pytest_tesserabench/passes.py",
+        "pytest_tesserabench/measure/passes.py",
         "        rounds_ms=rounds,",
         "        rounds_ms=last.rounds_ms,",
         ("tests/plugin/test_passes.py",),
@@ -321,7 +321,7 @@ MUTATIONS = (
     ),
     Mutation(
         "saving records the canaries before the benchmarks",
-        "pytest_tesserabench/instruments.py",
+        "pytest_tesserabench/measure/instruments.py",
         "if not (settings.compare or settings.ab or settings.save) or settings.ab_serve:",
         "if not (settings.compare or settings.ab) or settings.ab_serve:",
         ("tests/plugin/test_run_effect_plugin.py",),
@@ -335,7 +335,7 @@ MUTATIONS = (
     ),
     Mutation(
         "the neighbours' CPU reaches the record",
-        "pytest_tesserabench/fixture.py",
+        "pytest_tesserabench/measure/fixture.py",
         "                others_cpu_s=m.others_cpu_s,",
         "",
         ("tests/plugin/test_run_effect_plugin.py",),
@@ -379,7 +379,7 @@ MUTATIONS = (
     ),
     Mutation(
         "history kept per benchmark",
-        "pytest_tesserabench/baseline.py",
+        "pytest_tesserabench/history/baseline.py",
         "            runs = kept_runs([*(existing.runs if existing else []), entry], history)",
         "            runs = [*(existing.runs if existing else []), entry][-history:]",
         ("tests/gate/test_baseline.py",),
@@ -541,7 +541,7 @@ MUTATIONS = (
     ),
     Mutation(
         "--bench-save-processes: the baseline keeps them",
-        "pytest_tesserabench/results.py",
+        "pytest_tesserabench/record/results.py",
         "replace(r, samples_ms=[], verdict=None, ab=None, kernels=",
         "replace(r, samples_ms=[], verdict=None, ab=None, confirm=None, kernels=",
         (CONFIRM,),

@@ -129,7 +129,7 @@ def _scaling(args: argparse.Namespace, out, err) -> int:
 
 
 def load(path: Path):
-    from pytest_tesserabench.baseline import load_runs
+    from pytest_tesserabench.history.baseline import load_runs
 
     return load_runs(path)
 
@@ -139,7 +139,7 @@ def _show(args: argparse.Namespace, out, err) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from pytest_tesserabench.baseline import baseline_path, load_baseline
+    from pytest_tesserabench.history.baseline import baseline_path, load_baseline
 
     folder = args.dir / args.name
     if args.machine:
@@ -154,7 +154,7 @@ def _show(args: argparse.Namespace, out, err) -> int:
     else:
         files = sorted(folder.glob("*.json")) if folder.is_dir() else []
         if not files:
-            from pytest_tesserabench.baseline import baseline_names
+            from pytest_tesserabench.history.baseline import baseline_names
 
             recorded = ", ".join(baseline_names(args.dir)) or "none"
             print(
@@ -280,11 +280,11 @@ def _inspect(rest: list[str], out, err) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pytest_tesserabench.baseline import BaselineError
+    from pytest_tesserabench.history.baseline import BaselineError
     from pytest_tesserabench.report.commands import CommandError, compare_command, report_command
 
     argv = list(sys.argv[1:] if argv is None else argv)
-    from pytest_tesserabench.interpret import FP_FUSION_ENV
+    from pytest_tesserabench.machine.interpret import FP_FUSION_ENV
 
     os.environ.setdefault(FP_FUSION_ENV, "1")  # Triton's own default; unset, it warns on every compile
     out, err = sys.stdout, sys.stderr

@@ -7,7 +7,7 @@ import functools
 import subprocess
 from pathlib import Path
 
-from pytest_tesserabench.results import BenchRecord, RunDocument
+from pytest_tesserabench.record.results import BenchRecord, RunDocument
 
 
 class RunContext:
@@ -19,13 +19,13 @@ class RunContext:
 
     @functools.cached_property
     def machine_info(self) -> dict:
-        from pytest_tesserabench import machine
+        from pytest_tesserabench.machine import device as machine
 
         return {**machine.machine_info(), **(self.distributed or {})}
 
     @functools.cached_property
     def machine_key(self) -> str:
-        from pytest_tesserabench import machine
+        from pytest_tesserabench.machine import device as machine
 
         return machine.machine_key(self.machine_info)
 
@@ -36,7 +36,7 @@ class RunContext:
 
     def time_canary(self, lock) -> None:
         """Time the canary workload once more, under ``lock`` like any measurement."""
-        from pytest_tesserabench.canary import measure_canary
+        from pytest_tesserabench.measure.canary import measure_canary
 
         with lock():
             self.canary_ms.extend(measure_canary())

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from pytest_tesserabench.precision import Precision, PrecisionError
+from pytest_tesserabench.measure.precision import Precision, PrecisionError
 
 MARKERS = (
     "bench_sizes(**axes) or bench_sizes([{...}, ...]): parametrize a benchmark over sizes; "

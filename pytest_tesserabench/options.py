@@ -214,7 +214,7 @@ def parse_confirm(text: Any) -> int:
 
 def parse_passes(text: Any) -> int | None:
     """Passes over the suite: auto (None) or 1 to 20."""
-    from pytest_tesserabench.passes import MAX_PASSES
+    from pytest_tesserabench.measure.passes import MAX_PASSES
 
     raw = str(text).strip()
     if raw == "auto":
@@ -646,7 +646,7 @@ def _display(opt: Option, source: str) -> str:
 
 def _check_outputs(settings: Settings) -> None:
     """Fail before measuring for minutes, not after, when the results cannot be written."""
-    from pytest_tesserabench import files
+    from pytest_tesserabench.record import files
 
     if not settings.enabled:
         return

@@ -15,8 +15,8 @@ GITHUB_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 def write_outputs(state, reporter, *, interrupted: bool) -> bool:
     """Write what the settings ask for; True when something could not be written."""
-    from pytest_tesserabench.baseline import BaselineError
-    from pytest_tesserabench.units import format_ms
+    from pytest_tesserabench.history.baseline import BaselineError
+    from pytest_tesserabench.record.units import format_ms
 
     settings = state.settings
     failed = False
@@ -83,7 +83,7 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
 
 
 def _write_reports(state, say, error, config) -> None:
-    from pytest_tesserabench import files
+    from pytest_tesserabench.record import files
     from pytest_tesserabench.report.markdown_report import markdown_summary
     from pytest_tesserabench.report.terminal import run_notes
 

@@ -46,7 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     # The first hook a plugin gets, before any conftest or test module imports a kernel:
     # @triton.jit reads TRITON_INTERPRET when a kernel is decorated.
-    from pytest_tesserabench import interpret
+    from pytest_tesserabench.machine import interpret
 
     mode = getattr(early_config.known_args_namespace, "bench_interpret", None) or _ini(early_config, "bench_interpret")
     if mode not in options.INTERPRET_MODES:
@@ -72,7 +72,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
 
     if settings.enabled and settings.threads is not None:  # before the tests load the libraries
-        from pytest_tesserabench import threads
+        from pytest_tesserabench.machine import threads
 
         threads.apply_environment(settings.threads)
     from pytest_tesserabench.session import BenchSession
@@ -110,7 +110,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     # Module level: runs even when pytest_configure stopped on a usage error.
     switch = config.stash.get(INTERPRET_KEY, None)
     if switch is not None:
-        from pytest_tesserabench import interpret
+        from pytest_tesserabench.machine import interpret
 
         interpret.restore(switch)
         del config.stash[INTERPRET_KEY]
@@ -153,18 +153,18 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
         state.reference = state.ab.reference
         state.sigterm = _interrupt_on_sigterm()
         if settings.passes is not None and settings.passes > 1:
-            from pytest_tesserabench import passes
+            from pytest_tesserabench.measure import passes
 
             state.passes_not_possible = passes.not_possible(xdist=False, ab=True, distributed=False)
     else:
-        from pytest_tesserabench import passes
-        from pytest_tesserabench.sampling import LocalMeasurer
+        from pytest_tesserabench.measure import passes
+        from pytest_tesserabench.measure.sampling import LocalMeasurer
 
         state.measurer = LocalMeasurer()
         wanted = passes.planned(settings.passes, history=bool(settings.save or settings.compare))
         if settings.enabled and wanted > 1:
-            from pytest_tesserabench import profiling
             from pytest_tesserabench.distributed import launch
+            from pytest_tesserabench.machine import profiling
 
             state.passes_not_possible = passes.not_possible(
                 xdist=_is_worker(config) or bool(config.getoption("numprocesses", None)),
@@ -204,7 +204,7 @@ def _is_worker(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
-    from pytest_tesserabench import worker_gpus
+    from pytest_tesserabench.machine import worker_gpus
 
     state = config.stash.get(SESSION_KEY, None)
     mode = state.settings.gpu_per_worker if state is not None else "auto"
@@ -275,12 +275,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     problem = item.config.stash.get(MARKER_PROBLEMS, {}).get(item.nodeid.split("[")[0])
     if problem:
         pytest.fail(problem, pytrace=False)
-    from pytest_tesserabench.precision import Precision
+    from pytest_tesserabench.measure.precision import Precision
 
     callspec = getattr(item, "callspec", None)
     policy = callspec.params.get("precision") if callspec is not None else None
     if isinstance(policy, Precision) and policy.min_capability > (0, 0):
-        from pytest_tesserabench import machine
+        from pytest_tesserabench.machine import device as machine
 
         reason = policy.unsupported_reason(machine.cuda_capability())
         if reason:
@@ -295,7 +295,7 @@ def bench(request: pytest.FixtureRequest):
 
     Without ``--bench`` it calls ``fn`` once and returns the result.
     """
-    from pytest_tesserabench.fixture import Bench
+    from pytest_tesserabench.measure.fixture import Bench
 
     state = request.config.stash[SESSION_KEY]
     item = request.node
@@ -365,9 +365,9 @@ class SessionHooks:
         warnings_: list[str] = []
         if not settings.enabled:
             return warnings_
-        from pytest_tesserabench import machine
-        from pytest_tesserabench.baseline import BaselineError
-        from pytest_tesserabench.roofline import RooflineError
+        from pytest_tesserabench.history.baseline import BaselineError
+        from pytest_tesserabench.machine import device as machine
+        from pytest_tesserabench.machine.roofline import RooflineError
 
         if settings.timer in ("cuda_event", "cuda_graph") and machine.cuda_capability() is None:
             raise pytest.UsageError(
@@ -391,7 +391,7 @@ class SessionHooks:
             if missing:
                 raise pytest.UsageError(f"--bench-html={settings.html_path}: {missing}")
         if settings.ncu and not state.is_worker:
-            from pytest_tesserabench import profiling
+            from pytest_tesserabench.machine import profiling
 
             reason = profiling.ncu_skip_reason()
             if reason:
@@ -425,7 +425,7 @@ class SessionHooks:
             return
         from _pytest.runner import runtestprotocol
 
-        from pytest_tesserabench.passes import run_earlier
+        from pytest_tesserabench.measure.passes import run_earlier
 
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         quiet = reporter is None or session.config.get_verbosity() < 0
@@ -648,7 +648,7 @@ class SessionHooks:
         """The reference finished the test too: its records join ours; its calls we never made
         are MISSING."""
         from pytest_tesserabench.processes.served import ProcessError
-        from pytest_tesserabench.results import Verdict
+        from pytest_tesserabench.record.results import Verdict
 
         try:
             ended = self.state.ab.end_test()
@@ -679,7 +679,7 @@ class SessionHooks:
 
     def _deleted_here(self, nodeid: str) -> dict:
         """The MISSING verdict (as JSON) of a benchmark test REF has and this tree does not."""
-        from pytest_tesserabench.results import Verdict
+        from pytest_tesserabench.record.results import Verdict
 
         reference = self.state.ab.reference
         why = (
@@ -714,7 +714,7 @@ class SessionHooks:
         if report.when != "call":
             return
         self.state.ran.add(report.nodeid)
-        from pytest_tesserabench.results import BenchRecord, Verdict
+        from pytest_tesserabench.record.results import BenchRecord, Verdict
 
         for data in getattr(report, MISSING_ATTR, None) or ():
             verdict = Verdict.from_json(data["id"], data, f"the MISSING verdict of {data['id']}")

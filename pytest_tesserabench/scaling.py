@@ -18,7 +18,7 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
-from pytest_tesserabench.results import RunDocument
+from pytest_tesserabench.record.results import RunDocument
 
 
 class ScalingError(ValueError):
@@ -70,7 +70,7 @@ def render(table: dict[str, list[Point]], *, width: int = 120) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    from pytest_tesserabench.units import format_ms
+    from pytest_tesserabench.record.units import format_ms
 
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, no_color=True, color_system=None, highlight=False, markup=False)

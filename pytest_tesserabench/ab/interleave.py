@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pytest_tesserabench import sampling
+from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.processes.served import Block
 
 ROUNDS_PER_BLOCK = 1

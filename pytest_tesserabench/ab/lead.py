@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pytest_tesserabench import sampling
 from pytest_tesserabench.ab import worktree
 from pytest_tesserabench.ab.interleave import interleave, measuring_cpu
 from pytest_tesserabench.gate import paired
+from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.processes.served import ProcessError, Reached, ServedProcess, TestDone, measurement_args
 

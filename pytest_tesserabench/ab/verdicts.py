@@ -9,7 +9,7 @@ from dataclasses import replace
 from pytest_tesserabench.gate.kernels import SEVERITY_RANK, compare_kernels
 from pytest_tesserabench.gate.paired import PairedDecision, paired_verdict
 from pytest_tesserabench.gate.pipeline import untimed_verdict
-from pytest_tesserabench.results import BenchRecord, Verdict
+from pytest_tesserabench.record.results import BenchRecord, Verdict
 
 
 def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) -> dict[str, Verdict]:

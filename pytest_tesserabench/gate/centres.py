@@ -16,7 +16,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from pytest_tesserabench.results import UNGATED_TIMERS, BenchRecord  # noqa: F401 (re-exported)
+from pytest_tesserabench.record.results import UNGATED_TIMERS, BenchRecord  # noqa: F401 (re-exported)
 
 # (UNGATED_TIMERS: Triton's CPU interpreter says nothing of a kernel on a GPU, and its swings must
 # not move any other benchmark's shift either.)

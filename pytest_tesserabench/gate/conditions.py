@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pytest_tesserabench import neighbours, run_queue
-from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
+from pytest_tesserabench.machine import neighbours, run_queue
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 
 STAGE = "conditions"
 

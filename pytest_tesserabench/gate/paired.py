@@ -21,8 +21,8 @@ from scipy import stats
 
 from pytest_tesserabench.gate.config import GateConfig
 from pytest_tesserabench.gate.rule import severity_of
-from pytest_tesserabench.results import Verdict
-from pytest_tesserabench.stats import median_ci
+from pytest_tesserabench.record.results import Verdict
+from pytest_tesserabench.record.stats import median_ci
 
 PAIRED_LOOKS = GateConfig().paired_looks
 PROCESS_LOOKS = GateConfig().process_looks

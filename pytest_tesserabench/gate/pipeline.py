@@ -56,8 +56,8 @@ from pytest_tesserabench.gate.rule import (
     suite_prior,
     worse,
 )
-from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict, fresh_runs, with_processes
-from pytest_tesserabench.units import format_ms
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict, fresh_runs, with_processes
+from pytest_tesserabench.record.units import format_ms
 
 MIN_RECOMMENDED_HISTORY = 3
 UNTIMED, KERNEL_FIGURES = "untimed", "kernel figures"

@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from pytest_tesserabench import files
+from pytest_tesserabench.record import files
 
 from .archs import ARCH_LIMITS, normalise_arch
 from .capture import KernelLaunch

@@ -36,7 +36,7 @@ from pathlib import Path
 from pytest_tesserabench.gate.pipeline import Processes
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.processes.served import ProcessError, Reached, ServedProcess, TestDone, measurement_args
-from pytest_tesserabench.results import BenchRecord, Sampling, Stats
+from pytest_tesserabench.record.results import BenchRecord, Sampling, Stats
 
 MIN_BLOCK_ROUNDS = 3  # a block's median needs a few rounds to be a centre at all
 

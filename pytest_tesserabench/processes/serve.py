@@ -17,8 +17,8 @@ from multiprocessing.connection import Client
 
 import pytest
 
-from pytest_tesserabench import sampling
 from pytest_tesserabench.crash import crash_line
+from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.processes.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
 
 

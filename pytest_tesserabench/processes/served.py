@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Listener
 from pathlib import Path
 
-from pytest_tesserabench import threads
-from pytest_tesserabench.sampling import Plan
+from pytest_tesserabench.machine import threads
+from pytest_tesserabench.measure.sampling import Plan
 
 
 class ProcessError(Exception):

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_tesserabench.options import NAME_RE
+from pytest_tesserabench.record.results import BenchRecord, RunDocument
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
-from pytest_tesserabench.results import BenchRecord, RunDocument
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -33,7 +33,7 @@ class Source:
 
 
 def _machine_key(run: RunDocument) -> str | None:
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     try:
         return machine.machine_key(run.machine)
@@ -49,7 +49,7 @@ def _names_a_file(text: str) -> bool:
 def load_source(text: str, bench_dir: Path, machine_key: str | None) -> Source:
     """A file, or the file of baseline NAME under ``bench_dir`` for ``machine_key`` (the only
     file of that baseline, when there is one)."""
-    from pytest_tesserabench.baseline import BaselineError, load_runs, machine_files
+    from pytest_tesserabench.history.baseline import BaselineError, load_runs, machine_files
 
     try:
         if _names_a_file(text):
@@ -229,9 +229,9 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
 
 
 def compare_command(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench import files
     from pytest_tesserabench.gate.model import machine_ratio
     from pytest_tesserabench.gate.pipeline import History, judge_run
+    from pytest_tesserabench.record import files
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.markdown_report import markdown_summary
@@ -324,8 +324,8 @@ def _project_root(records, baselines_dir: Path) -> Path | None:
 
 # -- report ---------------------------------------------------------------------------------------------
 def report_command(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench import files
     from pytest_tesserabench.gate.pipeline import History, judge_run
+    from pytest_tesserabench.record import files
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.plots import PlotError, missing_dependency
     from pytest_tesserabench.report.terminal import report_notes

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pytest_tesserabench.record.results import STATUSES, BenchRecord, Verdict
+from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
-from pytest_tesserabench.results import STATUSES, BenchRecord, Verdict
-from pytest_tesserabench.units import format_ms
 
 # What differs between two runs without changing the machine key (docs/usage.md, "The run file").
 SOFTWARE_KEYS = ("driver", "cuda", "torch", "triton", "python", "numpy")

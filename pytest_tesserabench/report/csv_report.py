@@ -12,8 +12,8 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 
+from pytest_tesserabench.record.results import BenchRecord, Verdict
 from pytest_tesserabench.report import rows as R
-from pytest_tesserabench.results import BenchRecord, Verdict
 
 BASE_COLUMNS = ("id", "nodeid", "call", "group")
 FIGURE_COLUMNS = (

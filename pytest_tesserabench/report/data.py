@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 
 
 @dataclass

@@ -11,11 +11,11 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
+from pytest_tesserabench.record.results import STATUSES
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.comparison_table import counts_text, verdict_head
 from pytest_tesserabench.report.data import ReportData
 from pytest_tesserabench.report.plots import PlotError, group_plots
-from pytest_tesserabench.results import STATUSES
 
 _ORDER = {status: i for i, status in enumerate(STATUSES)}
 _CSS = """

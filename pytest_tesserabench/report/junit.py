@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from pytest_tesserabench.results import BenchRecord
+from pytest_tesserabench.record.results import BenchRecord
 
 
 def _number(value: float) -> str:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from pytest_tesserabench.record.results import FAILING_STATUSES
+from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.comparison_table import counts_text, verdict_head
 from pytest_tesserabench.report.data import ReportData
-from pytest_tesserabench.results import FAILING_STATUSES
-from pytest_tesserabench.units import format_ms
 
 # GitHub shows at most 1 MiB of a step's summary; past this, rows of the results are left out.
 MAX_BYTES = 900 * 1024

@@ -26,8 +26,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 from pytest_tesserabench.report import rows as R
-from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
 
 EXTRA_HINT = "install the 'report' extra: pip install 'pytest-tesserabench[report]'"
 RED, GREEN, AMBER, GREY = "#c62828", "#2e7d32", "#ef8f00", "#8a8a8a"

@@ -17,8 +17,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report.layout import shorten_middle
-from pytest_tesserabench.units import format_ms
 
 SAVE, RESTORE_AND_ERASE = "\x1b7", "\x1b8\x1b[K"  # DEC save/restore cursor; erase to end of line
 MIN_ROOM = 24  # columns left on pytest's line below which the status is not worth showing

@@ -13,8 +13,8 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from pytest_tesserabench.results import BenchRecord
-from pytest_tesserabench.units import format_gbps, format_ms, format_tflops
+from pytest_tesserabench.record.results import BenchRecord
+from pytest_tesserabench.record.units import format_gbps, format_ms, format_tflops
 
 CALL_SEPARATOR = " · "  # between a row's parameters and the name of a labelled call
 

@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_tesserabench.record.results import BenchRecord
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import (
     ELLIPSIS,
@@ -22,7 +23,6 @@ from pytest_tesserabench.report.layout import (
     shorten_middle,
     shorten_unique,
 )
-from pytest_tesserabench.results import BenchRecord
 
 QUIET_MIN_ID = 30  # under -q an id is shortened no further than this, whatever the width
 
@@ -121,8 +121,8 @@ def cpu_sharing_line(records, *, pool: int | None = None, cpus: int | None = Non
     CPUs busy beside it; either way they share caches, memory bandwidth, a busy SMT sibling.
     ``pool``: torch's thread pool in the process that measured (live runs only), of ``cpus``: the
     line says when it outnumbers the CPUs the others left (threads.oversubscribed_hint)."""
-    from pytest_tesserabench import neighbours, run_queue, threads
-    from pytest_tesserabench.units import format_ms
+    from pytest_tesserabench.machine import neighbours, run_queue, threads
+    from pytest_tesserabench.record.units import format_ms
 
     records = list(records)
     sampled = [record.sampling for record in records if record.sampling is not None]
@@ -187,7 +187,7 @@ def ab_conditions_line() -> str:
 
 def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
-    from pytest_tesserabench import interpret
+    from pytest_tesserabench.machine import interpret
 
     settings = state.settings
     interpreting = interpret.interpreting()
@@ -246,7 +246,7 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     )
     for line in lines:
         terminalreporter.write_line(line.text, **line.markup())
-    from pytest_tesserabench import threads
+    from pytest_tesserabench.machine import threads
 
     sharing = cpu_sharing_line(state.records.values(), pool=threads.torch_threads())
     if sharing:  # even under -q: it says how far the figures can be trusted

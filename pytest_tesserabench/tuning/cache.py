@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pytest_tesserabench import files
+from pytest_tesserabench.record import files
 
 SCHEMA = 1
 DEFAULT_CACHE_NAME = "tuning_cache.json"

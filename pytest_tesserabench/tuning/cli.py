@@ -21,7 +21,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from pytest_tesserabench.units import format_ms
+from pytest_tesserabench.record.units import format_ms
 
 EXIT_OK, EXIT_NOTHING_LEFT, EXIT_USAGE = 0, 1, 2
 
@@ -192,8 +192,8 @@ def _live_gpu():
 
 
 def _tune(args, out, err) -> int:
-    from pytest_tesserabench import files
     from pytest_tesserabench.inspect.archs import default_archs, parse_archs
+    from pytest_tesserabench.record import files
 
     from .cache import TuningCache
     from .measure import TUNING_BUDGET, gpu_timer_factory

@@ -43,7 +43,7 @@ def estimate_ms(work: Work, record: dict, arch: str) -> float | None:
 
     ``math.inf`` when the compiled config cannot be resident at all (0 blocks per SM).
     """
-    from pytest_tesserabench.roofline import PEAK_TABLE
+    from pytest_tesserabench.machine.roofline import PEAK_TABLE
 
     entry = REFERENCE_GPUS.get(arch)
     blocks = record.get("blocks_per_sm")

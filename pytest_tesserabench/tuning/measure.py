@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_tesserabench import sampling
+from pytest_tesserabench.measure import sampling
 
 from .space import Config
 
@@ -171,7 +171,7 @@ def compare_best(evaluator: Evaluator, best: Config, runner_up: Config | None, *
 
 def gpu_timer_factory(runner: Callable[[Config], Callable[[], Any]], device: Any) -> TimerFactory:
     """Timers for configs launched by ``runner`` on ``device``: CUDA events, L2 flushed."""
-    from pytest_tesserabench.timing import CudaEventTimer
+    from pytest_tesserabench.measure.timing import CudaEventTimer
 
     timer = None
 

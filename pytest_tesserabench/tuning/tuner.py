@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_tesserabench import sampling
-from pytest_tesserabench.units import format_ms
+from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.record.units import format_ms
 
 from .cache import TuningCache, kernel_source_hash, key_of, triton_version
 from .estimate import estimate_ms, reference_gpu

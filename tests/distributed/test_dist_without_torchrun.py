@@ -65,7 +65,7 @@ def test_bad_bench_arguments_for_a_collective(pytester, fast):
     pytester.makepyfile(
         """
         import pytest
-        from pytest_tesserabench.fixture import BenchUsageError
+        from pytest_tesserabench.measure.fixture import BenchUsageError
 
         def test_a(bench):
             with pytest.raises(BenchUsageError, match="needs comm_bytes="):

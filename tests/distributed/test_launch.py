@@ -2,8 +2,8 @@
 
 import pytest
 
-from pytest_tesserabench import machine
 from pytest_tesserabench.distributed.launch import Launch, LaunchError, choose_backend, torchrun_command
+from pytest_tesserabench.machine import device as machine
 
 TORCHRUN = {"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "n0",
             "MASTER_PORT": "29500"}  # fmt: skip

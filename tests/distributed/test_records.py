@@ -2,8 +2,8 @@
 
 import pytest
 
+from pytest_tesserabench.record.results import BenchRecord, DocumentError, Stats
 from pytest_tesserabench.report.terminal import render_summary
-from pytest_tesserabench.results import BenchRecord, DocumentError, Stats
 
 
 def record(nodeid, distributed=None, group="g"):

@@ -10,7 +10,7 @@ import math
 import random
 import threading
 
-from pytest_tesserabench import sampling
+from pytest_tesserabench.measure import sampling
 
 
 class Exchange:

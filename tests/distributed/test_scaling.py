@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pytest_tesserabench import cli
-from pytest_tesserabench.results import BenchRecord, RunDocument, Stats
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Stats
 from pytest_tesserabench.scaling import ScalingError, scaling
 
 

@@ -8,7 +8,7 @@ import json
 
 import execnet
 
-from pytest_tesserabench import worker_gpus
+from pytest_tesserabench.machine import worker_gpus
 
 
 def test_gpus_from_cuda_visible_devices_stop_at_an_invalid_entry():

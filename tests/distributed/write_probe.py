@@ -3,7 +3,7 @@ through its one writer, ``files.write_atomic``, with the rank that wrote it."""
 
 import os
 
-from pytest_tesserabench import files
+from pytest_tesserabench.record import files
 
 
 def pytest_configure(config):

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_tesserabench.results import BenchRecord, RunDocument, Sampling, Stats
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Sampling, Stats
 
 PASSES = 4
 ROUNDS_PER_PASS = 6

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from pytest_tesserabench import sampling
 from pytest_tesserabench.ab.interleave import interleave
 from pytest_tesserabench.gate import paired
+from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.processes.served import Block
 
 ALPHA = 0.01 / 6  # the suite's alpha over six benchmarks, as in gate_real.py

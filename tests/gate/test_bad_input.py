@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from pytest_tesserabench import files
-from pytest_tesserabench.baseline import BaselineError, baseline_path, load_baseline, load_runs, save_run
 from pytest_tesserabench.cli import main
-from pytest_tesserabench.results import RunDocument
+from pytest_tesserabench.history.baseline import BaselineError, baseline_path, load_baseline, load_runs, save_run
+from pytest_tesserabench.record import files
+from pytest_tesserabench.record.results import RunDocument
 
 KEY = "cpu-x86-64-test"
 GOOD_RUN = {

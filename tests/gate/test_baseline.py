@@ -4,7 +4,8 @@ import subprocess
 
 import pytest
 
-from pytest_tesserabench.baseline import (
+from pytest_tesserabench.context import git_commit_info
+from pytest_tesserabench.history.baseline import (
     BaselineError,
     baseline_path,
     load_baseline,
@@ -13,8 +14,7 @@ from pytest_tesserabench.baseline import (
     save_run,
     validate_name,
 )
-from pytest_tesserabench.context import git_commit_info
-from pytest_tesserabench.results import RunDocument, Verdict
+from pytest_tesserabench.record.results import RunDocument, Verdict
 
 KEY = "cpu-x86-64-test"
 
@@ -226,7 +226,7 @@ def test_a_saved_figure_is_outlying_against_what_measured_it_like_with_like():
 
 
 def test_process_draws_count_every_process_of_the_runs_the_next_save_keeps():
-    from pytest_tesserabench.baseline import process_draws
+    from pytest_tesserabench.history.baseline import process_draws
 
     three = _saved(1.0, 1.0, 1.0)  # its own process and two fresh ones
     one = _saved(1.0)

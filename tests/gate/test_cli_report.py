@@ -3,12 +3,12 @@ import json
 import numpy as np
 import pytest
 
-from pytest_tesserabench.baseline import save_run
-from pytest_tesserabench.canary import measure_canary
 from pytest_tesserabench.cli import main
 from pytest_tesserabench.gate.pipeline import judge_run
+from pytest_tesserabench.history.baseline import save_run
+from pytest_tesserabench.measure.canary import measure_canary
+from pytest_tesserabench.record.results import RunDocument
 from pytest_tesserabench.report.comparison_table import render_comparison, software_differences
-from pytest_tesserabench.results import RunDocument
 
 KEY = "cpu-x86-64-test"
 
@@ -120,8 +120,8 @@ def test_show_says_how_many_processes_a_saved_run_was_measured_in(files, tmp_pat
 def test_show_says_what_the_gate_can_catch_against_the_baseline(files, tmp_path, capsys):
     # Three saves of two benchmarks about 0.3% apart: slowdowns of about 3% are caught, so the
     # default 5% threshold is within reach and a 1% one is not, and it says what to do.
-    from pytest_tesserabench.baseline import load_baseline
     from pytest_tesserabench.gate.pipeline import History
+    from pytest_tesserabench.history.baseline import load_baseline
 
     assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "100"]) == 0
     out = capsys.readouterr().out

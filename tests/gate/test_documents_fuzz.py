@@ -12,8 +12,8 @@ pytest.importorskip("hypothesis", reason="needs hypothesis (the 'test' extra; CI
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from pytest_tesserabench.baseline import BaselineError, load_baseline, load_runs
 from pytest_tesserabench.gate.pipeline import judge_run
+from pytest_tesserabench.history.baseline import BaselineError, load_baseline, load_runs
 from pytest_tesserabench.report.comparison_table import render_comparison
 from pytest_tesserabench.report.terminal import render_summary
 

@@ -9,8 +9,8 @@ from pytest_tesserabench.gate import GateConfig
 from pytest_tesserabench.gate.kernels import compare_kernels
 from pytest_tesserabench.gate.pipeline import LEFT_OUT_NOTE, History, judge_run
 from pytest_tesserabench.gate.rule import NoiseComponents, decide
-from pytest_tesserabench.results import RunDocument, Verdict
-from pytest_tesserabench.units import format_ms
+from pytest_tesserabench.record.results import RunDocument, Verdict
+from pytest_tesserabench.record.units import format_ms
 
 IDS = ("t.py::test_a", "t.py::test_b", "t.py::test_c", "t.py::test_d")
 
@@ -408,7 +408,7 @@ def test_unchanged_only_when_a_slowdown_past_the_threshold_is_ruled_out(rng):
 
 
 def test_a_change_and_its_interval_read_in_one_form():
-    from pytest_tesserabench.results import Verdict
+    from pytest_tesserabench.record.results import Verdict
 
     def text(ratio, low, high):
         return Verdict(id="x", status="UNCHANGED", ratio=ratio, ci=(low, high)).change_text()

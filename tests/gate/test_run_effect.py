@@ -9,7 +9,7 @@ from pytest_tesserabench.gate import GateConfig
 from pytest_tesserabench.gate import model as run_effect
 from pytest_tesserabench.gate.centres import log_centre, pass_centres
 from pytest_tesserabench.gate.pipeline import History, judge_run
-from pytest_tesserabench.results import RunDocument
+from pytest_tesserabench.record.results import RunDocument
 
 IDS = [f"t.py::test_{i}" for i in range(6)]
 
@@ -176,7 +176,7 @@ def test_a_speed_change_between_passes_moves_every_benchmark_alike():
 
 
 def test_pass_rounds_that_are_not_counts_name_the_field():
-    from pytest_tesserabench.results import DocumentError
+    from pytest_tesserabench.record.results import DocumentError
 
     data = {"timer": "cpu", "rounds_ms": [1.0], "sampling": {"pass_rounds": "3,3"}}
     with pytest.raises(DocumentError, match=r"sampling\.pass_rounds.*expected a list of round counts"):
@@ -185,7 +185,7 @@ def test_pass_rounds_that_are_not_counts_name_the_field():
 
 @pytest.mark.parametrize("order", ["t.py::a", ["t.py::a"], ["t.py::a", "t.py::b", "t.py::b"], ["t.py::a", "t.py::c"]])
 def test_a_measured_order_that_is_not_the_files_ids_names_the_field(order):
-    from pytest_tesserabench.results import DocumentError
+    from pytest_tesserabench.record.results import DocumentError
 
     record = {"timer": "cpu", "rounds_ms": [1.0]}
     data = {"benchmarks": {"t.py::a": record, "t.py::b": record}, "measured_order": order}

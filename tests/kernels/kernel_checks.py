@@ -6,7 +6,7 @@ interpreter on CPU tensors; sizes here are kept small for that.
 
 import torch
 
-from pytest_tesserabench.precision import Precision
+from pytest_tesserabench.measure.precision import Precision
 
 
 def assert_close(actual, expected, precision: str) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_tesserabench import machine
+from pytest_tesserabench.machine import device as machine
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu_validation.py"
 

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from pytest_tesserabench import roofline
-from pytest_tesserabench.roofline import PEAK_TABLE, RooflineError, impossible_reason, load_declared_peaks
+from pytest_tesserabench.machine import roofline
+from pytest_tesserabench.machine.roofline import PEAK_TABLE, RooflineError, impossible_reason, load_declared_peaks
 
 H100 = PEAK_TABLE["NVIDIA H100 SXM"]
 

@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from pytest_tesserabench import machine
+from pytest_tesserabench.machine import device as machine
 
 FINGERPRINT_KEYS = {
     "device",
@@ -100,7 +100,7 @@ def test_fingerprint_of_this_machine_is_complete_and_keyed(fresh_probe):
 @pytest.mark.skipif(machine.gpu_plausibly_present(), reason="checks the CPU-only path")
 def test_cpu_machine_does_not_import_torch():
     code = (
-        "import sys; from pytest_tesserabench import machine as m; "
+        "import sys; from pytest_tesserabench.machine import device as m; "
         "info = m.machine_info(); key = m.machine_key(info); "
         "assert m.cuda_capability() is None; "
         "assert 'torch' not in sys.modules and 'triton' not in sys.modules, sorted(sys.modules); "
@@ -164,8 +164,8 @@ def test_driver_version_read_from_proc_text():
 
 def test_importing_the_machine_modules_imports_neither_torch_nor_triton():
     code = (
-        "import sys; import pytest_tesserabench.machine, pytest_tesserabench.roofline, "
-        "pytest_tesserabench.telemetry, pytest_tesserabench.profiling; "
+        "import sys; import pytest_tesserabench.machine.device, pytest_tesserabench.machine.roofline, "
+        "pytest_tesserabench.machine.telemetry, pytest_tesserabench.machine.profiling; "
         "assert 'torch' not in sys.modules and 'triton' not in sys.modules"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

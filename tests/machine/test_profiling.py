@@ -9,7 +9,8 @@ import textwrap
 
 import pytest
 
-from pytest_tesserabench import machine, profiling
+from pytest_tesserabench.machine import device as machine
+from pytest_tesserabench.machine import profiling
 
 HEADER = (
     '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream",'

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from pytest_tesserabench import roofline as rl
-from pytest_tesserabench.precision import Precision
+from pytest_tesserabench.machine import roofline as rl
+from pytest_tesserabench.measure.precision import Precision
 
 H100 = rl.PEAK_TABLE["NVIDIA H100 SXM"]
 
@@ -128,7 +128,7 @@ def test_measure_peaks_runs_once_per_machine(tmp_path, monkeypatch):
         calls.append(device_name)
         return rl.Peaks(device_name, {"bf16": 700.0}, 3000.0, frozenset({"bf16", "dram"}))
 
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     info = {"device": "NVIDIA H100 80GB HBM3", "arch": "sm_90", "gpu_count": 1, "memory_gb": 79.2}
     monkeypatch.setattr(rl, "peaks_measurement_blocker", lambda: None)

@@ -7,7 +7,7 @@ import types
 
 import pytest
 
-from pytest_tesserabench import telemetry
+from pytest_tesserabench.machine import telemetry
 
 
 class FakeNVMLError(Exception):

@@ -11,22 +11,7 @@ import rich.console  # noqa: F401
 import rich.table  # noqa: F401
 import scipy.stats  # noqa: F401
 
-from pytest_tesserabench import (  # noqa: F401
-    baseline,
-    canary,
-    comparison,
-    context,
-    fixture,
-    gate,
-    instruments,
-    interpret,
-    outputs,
-    results,
-    sampling,
-    session,
-    stats,
-    timing,
-)
+from pytest_tesserabench import context, gate, outputs, session  # noqa: F401
 from pytest_tesserabench.gate import (  # noqa: F401
     centres,
     conditions,
@@ -37,6 +22,10 @@ from pytest_tesserabench.gate import (  # noqa: F401
     pipeline,
     rule,
 )
+from pytest_tesserabench.history import baseline, comparison  # noqa: F401
+from pytest_tesserabench.machine import interpret  # noqa: F401
+from pytest_tesserabench.measure import canary, fixture, instruments, sampling, timing  # noqa: F401
+from pytest_tesserabench.record import results, stats  # noqa: F401
 from pytest_tesserabench.report import comparison_table, terminal  # noqa: F401
 
 try:  # absent where only the plugin's own dependencies are installed (the GPU machine)

@@ -4,11 +4,11 @@ test files)."""
 # A fake CPU-timer clock: a kernel advances it by what it "takes", so figures and verdicts do not
 # depend on how busy the machine is; the wait for a CPU reads 0 (a real one would be subtracted
 # from fake samples), and no neighbours are seen (the other xdist worker would add notes).
-# Needs `time`, `pytest` and `from pytest_tesserabench import run_queue`.
+# Needs `time`, `pytest` and `from pytest_tesserabench.machine import run_queue`.
 FAKE_CLOCK = """
 @pytest.fixture
 def fake_clock(monkeypatch):
-    from pytest_tesserabench import neighbours
+    from pytest_tesserabench.machine import neighbours
 
     now = [0]
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])

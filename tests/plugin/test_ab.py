@@ -13,7 +13,7 @@ from snippets import FAKE_CLOCK, TRITON_WORKLOAD
 WORKLOAD = (
     """
 import math, os, random, time, pytest
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.machine import run_queue
 
 SCALE = {"a": 1.0, "b": 1.0, "c": 1.0}
 
@@ -323,7 +323,7 @@ def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_it
 
 def test_timings_of_kernels_run_in_the_interpreter_are_not_gated(pytester):
     pytest.importorskip("triton")
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     if machine.gpu_plausibly_present():
         pytest.skip("the interpreter path: needs a machine without a GPU")

@@ -5,7 +5,8 @@ import json
 
 import pytest
 
-from pytest_tesserabench import files, machine
+from pytest_tesserabench.machine import device as machine
+from pytest_tesserabench.record import files
 
 TESTS = """
 def test_one(bench):
@@ -143,7 +144,7 @@ def test_a_bad_baseline_is_one_usage_error_line(pytester, content, message):
 def test_another_users_measurement_lock_falls_back_to_a_per_user_lock(monkeypatch, tmp_path):
     import filelock
 
-    from pytest_tesserabench.instruments import Instruments
+    from pytest_tesserabench.measure.instruments import Instruments
     from pytest_tesserabench.options import Settings
 
     instruments = Instruments(Settings(), cache_dir=None, machine_info=dict)

@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from pytest_tesserabench import machine
 from pytest_tesserabench.cli import main
+from pytest_tesserabench.machine import device as machine
 
 KEY = "cpu-x86-64-test"
 MACHINE = {"device": "test", "arch": "x86_64", "torch": "2.13.0"}
@@ -81,8 +81,8 @@ def test_compare_two_runs_is_the_plain_comparison(runs, capsys):
 
 
 def test_compare_takes_a_baseline_name_for_the_files_machine(runs, capsys, tmp_path):
-    from pytest_tesserabench.baseline import save_run
-    from pytest_tesserabench.results import RunDocument
+    from pytest_tesserabench.history.baseline import save_run
+    from pytest_tesserabench.record.results import RunDocument
 
     paths, slower = runs
     key = machine.machine_key(MACHINE)
@@ -129,8 +129,8 @@ def test_report_without_matplotlib_names_the_extra(runs, tmp_path, capsys, monke
 
 
 def test_plotting_no_records_is_a_plot_error():
+    from pytest_tesserabench.record.results import RunDocument
     from pytest_tesserabench.report.plots import PlotError, group_plots
-    from pytest_tesserabench.results import RunDocument
 
     with pytest.raises(PlotError, match="no measured benchmark"):
         group_plots([], verdicts={}, history=[], current=RunDocument(benchmarks={}))

@@ -10,7 +10,7 @@ import pytest
 from snippets import FAKE_CLOCK
 
 from pytest_tesserabench.processes import fresh as confirm
-from pytest_tesserabench.results import BenchRecord, Sampling
+from pytest_tesserabench.record.results import BenchRecord, Sampling
 
 # The kernel takes 2 ms of a fake clock. SLOWER_<name> slows it in every process (a change of the
 # code); SLOWER_HERE_<name> only in the session's own process, not in the fresh ones --bench-confirm
@@ -18,7 +18,7 @@ from pytest_tesserabench.results import BenchRecord, Sampling
 WORKLOAD = (
     """
 import os, random, time, pytest
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.machine import run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 FRESH = "TESSERABENCH_AB_AUTHKEY" in os.environ
@@ -235,7 +235,7 @@ def test_a_save_measures_in_fresh_processes_only_while_the_baseline_lacks_proces
     # Enough draws (here 4 processes per benchmark): a save is then one more draw of its own, and
     # starts no fresh process. One fresh process per save: 2 draws, then 4, then the third save
     # (its own process and the two saves before: 5) needs none.
-    from pytest_tesserabench import baseline
+    from pytest_tesserabench.history import baseline
 
     monkeypatch.setattr(baseline, "SAVE_DRAWS", 4)
     pytester.makepyfile(test_kernels=WORKLOAD)
@@ -309,7 +309,7 @@ def test_a_slowdown_is_judged_on_its_timings_whatever_the_canary_read_before_it(
     # The canary times a moment of the machine, and a sort is not the benchmark: read +30% slow
     # right before every benchmark, it holds no real slowdown back (the run's shared shift, from
     # the benchmarks themselves, is what the gate removes).
-    from pytest_tesserabench import canary
+    from pytest_tesserabench.measure import canary
 
     monkeypatch.setenv("SLOWER_b", "1.25")
 
@@ -324,7 +324,7 @@ def test_a_slowdown_is_judged_on_its_timings_whatever_the_canary_read_before_it(
 
 def test_which_verdicts_are_measured_again():
     from pytest_tesserabench.gate.pipeline import worth_measuring_again
-    from pytest_tesserabench.results import Verdict
+    from pytest_tesserabench.record.results import Verdict
 
     verdicts = {
         "regressed": Verdict(id="", status="REGRESSED", ratio=1.3, threshold=0.05, stage="rule"),
@@ -344,7 +344,7 @@ def test_which_verdicts_are_measured_again():
 
 def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
     from pytest_tesserabench.gate.centres import log_centre
-    from pytest_tesserabench.results import RunDocument, fresh_runs, with_processes
+    from pytest_tesserabench.record.results import RunDocument, fresh_runs, with_processes
 
     here = _record([3, 3], 6)
     fresh = confirm._fresh_record(here, [_block([2.0, 2.1, 2.2]), _block([1.0, 1.1, 1.2])])

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pytest_tesserabench import machine
+from pytest_tesserabench.machine import device as machine
 
 
 def test_without_bench_calls_once_and_returns(pytester):

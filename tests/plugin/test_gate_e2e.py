@@ -6,7 +6,7 @@ import re
 import pytest
 from snippets import FAKE_CLOCK
 
-from pytest_tesserabench import machine
+from pytest_tesserabench.machine import device as machine
 
 # A fake clock makes the "kernel" take 2 ms per call with 1% round noise and 0.5% run-to-run
 # drift, seeded per run: the gate, the files and the hooks are exercised for real, and the
@@ -14,7 +14,7 @@ from pytest_tesserabench import machine
 WORKLOAD = (
     """
 import os, random, time, pytest
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.machine import run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 

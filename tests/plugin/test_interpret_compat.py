@@ -5,7 +5,7 @@ import types
 import numpy as np
 import pytest
 
-from pytest_tesserabench import interpret
+from pytest_tesserabench.machine import interpret
 
 
 class _Scope:

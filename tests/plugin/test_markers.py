@@ -16,7 +16,7 @@ def test_sizes_cartesian_product_with_readable_ids(pytester):
 def test_generated_ids_are_stable_and_k_selects_them(pytester):
     """The id form keys baselines: a change here orphans every saved benchmark (docs/usage.md)."""
     from pytest_tesserabench.markers import param_id, precision_id
-    from pytest_tesserabench.precision import Precision
+    from pytest_tesserabench.measure.precision import Precision
 
     assert [param_id("M", 4096), param_id("scale", 0.5), param_id("shift", -1), param_id("D2", 64)] == [
         "M4096",

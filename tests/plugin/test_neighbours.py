@@ -1,4 +1,4 @@
-"""The CPU other processes use while a benchmark is timed (pytest_tesserabench.neighbours)."""
+"""The CPU other processes use while a benchmark is timed (pytest_tesserabench.machine.neighbours)."""
 
 import multiprocessing
 import os
@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_tesserabench import neighbours, sampling
+from pytest_tesserabench.machine import neighbours
+from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.measure.timing import CpuTimer
+from pytest_tesserabench.record.results import BenchRecord, Sampling
 from pytest_tesserabench.report.terminal import cpu_sharing_line
-from pytest_tesserabench.results import BenchRecord, Sampling
-from pytest_tesserabench.timing import CpuTimer
 
 TICK_NS = 1e9 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 1e7
 

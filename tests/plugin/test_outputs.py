@@ -11,16 +11,16 @@ import numpy as np
 import pytest
 from snippets import FAKE_CLOCK
 
-from pytest_tesserabench import machine
-from pytest_tesserabench.baseline import save_run
-from pytest_tesserabench.results import RunDocument
+from pytest_tesserabench.history.baseline import save_run
+from pytest_tesserabench.machine import device as machine
+from pytest_tesserabench.record.results import RunDocument
 
 # A fake clock: each "kernel" takes 2 ms x n (x SLOWER for n=2) with 1% noise, seeded, so the
 # figures and the verdicts do not depend on how busy the machine is.
 WORKLOAD = (
     """
 import os, random, time, pytest
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.machine import run_queue
 
 """
     + FAKE_CLOCK

@@ -9,7 +9,7 @@ from snippets import FAKE_CLOCK, TRITON_WORKLOAD
 WORKLOAD = (
     """
 import os, time, pytest
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.machine import run_queue
 
 LOG = os.environ["PASSES_LOG"]
 
@@ -143,7 +143,7 @@ def test_a_bad_number_of_passes_is_one_line(project):
 
 
 def test_nsight_compute_reruns_a_test_once_not_once_a_pass(project, monkeypatch):
-    from pytest_tesserabench import profiling
+    from pytest_tesserabench.machine import profiling
 
     pytester, _ = project
     reruns = []
@@ -154,7 +154,7 @@ def test_nsight_compute_reruns_a_test_once_not_once_a_pass(project, monkeypatch)
 
 def test_a_test_timed_in_the_triton_interpreter_takes_one_earlier_pass_then_measures_once(pytester, tmp_path):
     pytest.importorskip("triton")
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     if machine.gpu_plausibly_present():
         pytest.skip("the interpreter path: needs a machine without a GPU")
@@ -181,7 +181,7 @@ def test_a_test_timed_in_the_triton_interpreter_takes_one_earlier_pass_then_meas
 
 
 def test_a_pass_gets_its_share_of_the_budget_and_a_test_measured_once_all_of_it():
-    from pytest_tesserabench import passes, sampling
+    from pytest_tesserabench.measure import passes, sampling
 
     plan = passes.Passes(4)
     budget = sampling.Budget(max_time=1.0, min_rounds=5)
@@ -227,7 +227,7 @@ def test_a_comparison_across_different_numbers_of_passes_gives_no_timing_verdict
 def test_an_undecided_verdict_across_different_numbers_of_passes_is_given_that_cause():
     # Whatever else the rule saw (drift, the canary), the passes are why no timing is judged.
     from pytest_tesserabench.gate import conditions as run_conditions
-    from pytest_tesserabench.results import BenchRecord, RunDocument, Sampling, Verdict
+    from pytest_tesserabench.record.results import BenchRecord, RunDocument, Sampling, Verdict
 
     def record(passes):
         return BenchRecord("t.py::test_a", None, "t.py::test_a", "cpu", [1.0], None, sampling=Sampling(passes=passes))

@@ -1,6 +1,6 @@
 import pytest
 
-from pytest_tesserabench.precision import Precision, PrecisionError
+from pytest_tesserabench.measure.precision import Precision, PrecisionError
 
 
 @pytest.mark.parametrize(
@@ -51,7 +51,7 @@ def test_fp32_matmul_passes_its_own_policy_against_fp64_at_any_length(k):
     # A fixed atol of 1e-5 failed torch's own fp32 matmul at K >= 256 (max error 5e-5 to 2e-4):
     # the absolute tolerance follows the reference's magnitude.
     torch = pytest.importorskip("torch")
-    from pytest_tesserabench import accuracy
+    from pytest_tesserabench.measure import accuracy
 
     generator = torch.Generator().manual_seed(k)
     a, b = torch.randn(128, k, generator=generator), torch.randn(k, 128, generator=generator)
@@ -69,7 +69,7 @@ def test_a_low_precision_outputs_atol_does_not_grow_with_its_magnitude():
     # Only the fp32 accumulator's share scales: a bf16 output's own rounding is relative (rtol),
     # so a near-zero element wrong by 0.5 among values of rms ~45 still fails.
     torch = pytest.importorskip("torch")
-    from pytest_tesserabench import accuracy
+    from pytest_tesserabench.measure import accuracy
 
     generator = torch.Generator().manual_seed(7)
     a, b = torch.randn(64, 2048, generator=generator), torch.randn(2048, 64, generator=generator)

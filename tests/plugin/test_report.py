@@ -4,11 +4,11 @@ import re
 
 import pytest
 
+from pytest_tesserabench.record.results import BenchRecord, Stats, Verdict
 from pytest_tesserabench.report.comparison_table import comparison_lines
 from pytest_tesserabench.report.layout import ELLIPSIS, as_text, shorten_middle, shorten_unique
 from pytest_tesserabench.report.rows import group_records, relative_speeds, row_labels, sort_records
 from pytest_tesserabench.report.terminal import ab_counts_line, render_summary, summary_lines
-from pytest_tesserabench.results import BenchRecord, Stats, Verdict
 
 
 def record(nodeid, name, median, group="g", tflops=None, gbps=None, timer="cpu", noisy=False, params=None):
@@ -264,9 +264,9 @@ def test_a_record_whose_test_failed_for_its_own_reasons_says_so():
 
 
 def test_the_ci_summary_counts_measured_benchmarks_that_were_not_judged():
+    from pytest_tesserabench.record.results import RunDocument
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.markdown_report import markdown_summary
-    from pytest_tesserabench.results import RunDocument
 
     judged, failed = record("t.py::test_a", None, 1.0), record("t.py::test_b", None, 1.0)
     run = RunDocument(benchmarks={judged.id: judged, failed.id: failed})

@@ -5,13 +5,14 @@ import shutil
 
 import pytest
 
-from pytest_tesserabench import canary, cli
+from pytest_tesserabench import cli
+from pytest_tesserabench.measure import canary
 
 # Every benchmark of a run is scaled by SHIFT (the run's shared drift) and by SLOWER_<name> (a
 # change of its own); 1% round noise and 0.3% of benchmark-own drift, seeded per run.
 WORKLOAD = """
 import os, random, time, pytest
-from pytest_tesserabench import neighbours, run_queue
+from pytest_tesserabench.machine import neighbours, run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 SHIFT = float(os.environ.get("SHIFT", "1"))
@@ -353,8 +354,8 @@ def test_a_saved_run_judged_again_from_its_file_gets_the_plugins_verdicts(baseli
     # earlier passes only while judging; the file's pass_rounds give them back.
     import json
 
-    from pytest_tesserabench import baseline as baselines
     from pytest_tesserabench.gate.pipeline import judge_run
+    from pytest_tesserabench.history import baseline as baselines
 
     name = "main" if passes == "4" else "onepass"  # (a baseline in other passes judges nothing)
     if passes == "1":

@@ -1,4 +1,4 @@
-"""Time spent waiting for a CPU is left out of CPU samples (pytest_tesserabench.run_queue)."""
+"""Time spent waiting for a CPU is left out of CPU samples (pytest_tesserabench.machine.run_queue)."""
 
 import json
 import multiprocessing
@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_tesserabench import canary, run_queue, sampling
+from pytest_tesserabench.machine import run_queue
+from pytest_tesserabench.measure import canary, sampling
+from pytest_tesserabench.measure.timing import CpuTimer
+from pytest_tesserabench.record.results import BenchRecord, Sampling
 from pytest_tesserabench.report.terminal import cpu_sharing_line
-from pytest_tesserabench.results import BenchRecord, Sampling
-from pytest_tesserabench.timing import CpuTimer
 
 # The real canary: tests/plugin/conftest.py replaces canary.measure_canary in every test here.
 MEASURE_CANARY = canary.measure_canary
@@ -152,7 +153,7 @@ def test_the_summary_says_when_the_cpu_was_shared():
 
 SHARED_CPU_TEST = """
 import time, pytest
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.machine import run_queue
 
 @pytest.fixture
 def shared_cpu(monkeypatch):

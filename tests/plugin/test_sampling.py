@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from pytest_tesserabench import sampling
-from pytest_tesserabench.timing import CpuTimer
+from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.measure.timing import CpuTimer
 
 
 class FakeClock:

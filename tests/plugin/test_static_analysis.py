@@ -61,7 +61,7 @@ def test_kernels_are_recorded_shown_and_dumped(pytester, tmp_path):
 
 
 def test_lower_occupancy_than_the_baseline_fails_without_statistics(pytester, monkeypatch):
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     pytester.makepyfile(test_k=KERNEL_TEST)
     pytester.runpytest("--bench-save=main", *FAST).assert_outcomes(passed=1)
@@ -78,7 +78,7 @@ def test_lower_occupancy_than_the_baseline_fails_without_statistics(pytester, mo
 
 
 def test_a_baseline_recorded_on_a_gpu_gates_the_kernel_figures_on_a_gpu_less_runner(pytester, monkeypatch):
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     monkeypatch.setenv("COLUMNS", "250")
     pytester.makepyfile(test_k=KERNEL_TEST)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pytest_tesserabench import stats
+from pytest_tesserabench.record import stats
 
 
 def test_summary_of_known_values():

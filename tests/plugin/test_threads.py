@@ -5,10 +5,11 @@ import dataclasses
 
 import pytest
 
-from pytest_tesserabench import options, threads
+from pytest_tesserabench import options
+from pytest_tesserabench.machine import threads
 from pytest_tesserabench.processes.served import measurement_args
+from pytest_tesserabench.record.results import BenchRecord, Sampling
 from pytest_tesserabench.report.terminal import cpu_sharing_line
-from pytest_tesserabench.results import BenchRecord, Sampling
 
 POOLS_SEEN = """
 import os, pytest

@@ -2,7 +2,7 @@
 
 import pytest
 
-from pytest_tesserabench import timing
+from pytest_tesserabench.measure import timing
 
 
 def test_auto_picks_cpu_for_host_data():
@@ -41,7 +41,7 @@ def test_cuda_timers_time_a_matmul(kind):
 
 def test_cuda_flush_buffer_is_twice_l2():
     torch = _cuda()
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     x = torch.zeros(16, device="cuda")
     timer = timing.make_timer("cuda_event", lambda: x.add_(1), (x,), {}, interpreted=False)

@@ -7,7 +7,7 @@ import os
 import pytest
 from snippets import ADD_KERNEL
 
-from pytest_tesserabench import machine
+from pytest_tesserabench.machine import device as machine
 
 pytest.importorskip("triton")
 pytestmark = pytest.mark.skipif(machine.gpu_plausibly_present(), reason="the no-GPU path: needs a machine without one")

@@ -6,14 +6,15 @@ import json
 import pytest
 from snippets import FAKE_CLOCK
 
-from pytest_tesserabench import canary, machine
+from pytest_tesserabench.machine import device as machine
+from pytest_tesserabench.measure import canary
 
 # A fake clock: the "kernel" takes 2 ms x SLOWER_<name> per call with 1% round noise and a
 # seeded per-run drift, so verdicts do not depend on how busy the machine is.
 WORKLOAD = (
     """
 import math, os, random, time, pytest
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.machine import run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
 

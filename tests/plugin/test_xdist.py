@@ -52,7 +52,7 @@ def test_measured_sections_never_overlap_across_workers(pytester, tmp_path):
 
 def test_importing_the_plugin_imports_nothing_heavy():
     code = (
-        "import sys, pytest_tesserabench.plugin, pytest_tesserabench.fixture; "
+        "import sys, pytest_tesserabench.plugin, pytest_tesserabench.measure.fixture; "
         "heavy = [m for m in ('torch', 'triton', 'numpy', 'scipy', 'rich') if m in sys.modules]; "
         "print(heavy); sys.exit(1 if heavy else 0)"
     )

@@ -8,7 +8,7 @@ import dataclasses
 import math
 import random
 
-from pytest_tesserabench import sampling
+from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.tuning import ConfigSpace, Problem, Tunable, Work
 
 # A short plan: one warm-up call, rounds of one sample, at least 3 rounds.

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from pytest_tesserabench.roofline import PEAK_TABLE
+from pytest_tesserabench.machine.roofline import PEAK_TABLE
 from pytest_tesserabench.tuning.estimate import estimate_ms
 from pytest_tesserabench.tuning.tunable import Work
 

@@ -15,8 +15,8 @@ HERE = Path(__file__).resolve().parent
 
 
 def judged() -> dict:
-    from pytest_tesserabench.baseline import load_runs
     from pytest_tesserabench.gate.pipeline import judge_run
+    from pytest_tesserabench.history.baseline import load_runs
 
     baseline = load_runs(HERE / "baseline.json")
     out = {}

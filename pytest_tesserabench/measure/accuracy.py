@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from pytest_tesserabench.precision import Precision
+from pytest_tesserabench.measure.precision import Precision
 
 
 class AccuracyError(AssertionError):

@@ -27,8 +27,8 @@ import warnings
 from collections.abc import Callable
 from dataclasses import replace
 
-from pytest_tesserabench import sampling
 from pytest_tesserabench.crash import crash_line
+from pytest_tesserabench.measure import sampling
 
 AUTO_PASSES = 4  # when the run is saved or compared: where drift between runs is what is judged
 MAX_PASSES = 20
@@ -101,7 +101,7 @@ def pooled(parts: list[sampling.Measurement], target_ci: float) -> sampling.Meas
     """One measurement of several passes: their rounds and samples in the order they were taken;
     the round plan is the last pass's (each pass calibrated its own; round medians are per call).
     Noisy or not is decided on all the rounds (a pass alone has a fraction of them)."""
-    from pytest_tesserabench.stats import relative_ci_halfwidth
+    from pytest_tesserabench.record.stats import relative_ci_halfwidth
 
     last = parts[-1]
     if len(parts) == 1:

@@ -41,7 +41,7 @@ _INTERPRETER = "triton.runtime.interpreter"
 
 def wanted(mode: str, environ: dict | None = None) -> bool | None:
     """Whether to interpret (True/False), or None to leave the environment as it is."""
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     environ = os.environ if environ is None else environ
     if mode == "always":

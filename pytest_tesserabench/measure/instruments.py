@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_tesserabench.machine.ranks import SOLO
+from pytest_tesserabench.machine.worker_gpus import lock_name
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.ranks import SOLO
-from pytest_tesserabench.results import GPU_TIMERS
-from pytest_tesserabench.worker_gpus import lock_name
+from pytest_tesserabench.record.results import GPU_TIMERS
 
 # One lock for the whole machine: a CPU benchmark on one worker disturbs a GPU one on another
 # (launch latency, memory bandwidth), so measured sections never overlap. An xdist worker given a
@@ -100,7 +100,7 @@ class Instruments:
             return None
         import statistics
 
-        from pytest_tesserabench import canary
+        from pytest_tesserabench.measure import canary
 
         return statistics.median(canary.measure_canary(samples=canary.LOCAL_SAMPLES))
 
@@ -133,7 +133,7 @@ class Instruments:
 
     def ncu_counters(self, nodeid: str, *, rootdir: Path, cwd: Path) -> dict:
         """Hardware counters of a test's kernels: the test re-run alone under Nsight Compute."""
-        from pytest_tesserabench import profiling
+        from pytest_tesserabench.machine import profiling
 
         return profiling.run_ncu(nodeid, ["--bench", f"--rootdir={rootdir}"], cwd=cwd)
 
@@ -144,7 +144,7 @@ class Instruments:
         if getattr(timer, "name", "") not in GPU_TIMERS:
             yield scope
             return
-        from pytest_tesserabench.telemetry import Telemetry
+        from pytest_tesserabench.machine.telemetry import Telemetry
 
         probe = Telemetry()
         probe.start(getattr(timer.device, "index", None) or 0)
@@ -164,7 +164,7 @@ class Instruments:
     def _resolve_peaks(self) -> None:
         if self._peaks_resolved:
             return
-        from pytest_tesserabench import roofline
+        from pytest_tesserabench.machine import roofline
 
         source = self.settings.peaks
         if isinstance(source, Path):
@@ -188,7 +188,7 @@ class Instruments:
         """The record's roofline block, where this machine's peaks are known."""
         if not self._applies(timer) or not (flops or nbytes):
             return None
-        from pytest_tesserabench import roofline
+        from pytest_tesserabench.machine import roofline
 
         self._resolve_peaks()
         if self._peaks is None:
@@ -202,7 +202,7 @@ class Instruments:
         """Why a measurement cannot be true on this device (faster than its roofline), or None."""
         if not median_ms or not self._applies(timer) or not (flops or nbytes):
             return None
-        from pytest_tesserabench import roofline
+        from pytest_tesserabench.machine import roofline
 
         self._resolve_peaks()
         if self._roof is None:

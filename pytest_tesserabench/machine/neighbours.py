@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable
 
-from pytest_tesserabench import run_queue
+from pytest_tesserabench.machine import run_queue
 
 _STAT = "/proc/stat"
 # At least this many CPUs' worth of other work over the timed rounds: the machine was shared (the

@@ -80,7 +80,7 @@ def ncu_available() -> str | None:
 
 def ncu_skip_reason() -> str | None:
     """Why --bench-ncu cannot work here (a skip reason), or None when it can."""
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     if not machine.gpu_plausibly_present():
         return "--bench-ncu needs an NVIDIA GPU and no GPU driver was found"

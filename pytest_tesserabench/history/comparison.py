@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from pytest_tesserabench import baseline as baselines
+from pytest_tesserabench.history import baseline as baselines
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.results import BenchRecord, RunDocument, Verdict
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 
 
 class BaselineComparison:

@@ -231,7 +231,7 @@ class Stats:
 
     @classmethod
     def of(cls, rounds_ms: list[float], samples_ms: list[float] | None = None, *, noisy: bool = False) -> Stats:
-        from pytest_tesserabench import stats
+        from pytest_tesserabench.record import stats
 
         return cls.from_json(stats.summarize(rounds_ms, samples_ms, noisy=noisy), "stats")
 
@@ -350,7 +350,7 @@ class Verdict:
 
     def line(self) -> str:
         """One line for the test report: old and new median, change, interval, p, severity."""
-        from pytest_tesserabench.units import format_ms
+        from pytest_tesserabench.record.units import format_ms
 
         head = self.status if self.severity is None else f"{self.status} ({self.severity})"
         parts = [head]

@@ -23,13 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from pytest_tesserabench.ranks import SOLO, Ranks
+from pytest_tesserabench.machine.ranks import SOLO, Ranks
 
 
 def _stats():
     """The statistics module (numpy), imported when something is measured: a pytest run without
     --bench loads this module and must not pay for numpy."""
-    from pytest_tesserabench import stats
+    from pytest_tesserabench.record import stats
 
     return stats
 
@@ -85,7 +85,7 @@ class Measurement:
         return len(self.samples_ms) * self.inner_loops
 
     def summary(self) -> dict:
-        from pytest_tesserabench import stats
+        from pytest_tesserabench.record import stats
 
         return stats.summarize(self.rounds_ms, self.samples_ms, noisy=self.noisy)
 

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from pytest_tesserabench import neighbours, run_queue
+from pytest_tesserabench.machine import neighbours, run_queue
 
 Call = Callable[[], Any]
 
@@ -95,7 +95,7 @@ class _CudaTimerBase:
     def __init__(self, call: Call, device: Any):
         import torch
 
-        from pytest_tesserabench import machine
+        from pytest_tesserabench.machine import device as machine
 
         self.torch = torch
         self.call = call

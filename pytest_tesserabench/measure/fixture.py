@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from pytest_tesserabench.instruments import Instruments
+from pytest_tesserabench.measure.instruments import Instruments
+from pytest_tesserabench.measure.precision import Precision
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.precision import Precision
-from pytest_tesserabench.results import GPU_TIMERS, BenchRecord, Sampling, Stats
+from pytest_tesserabench.record.results import GPU_TIMERS, BenchRecord, Sampling, Stats
 
 
 class BenchUsageError(TypeError):
@@ -93,7 +93,7 @@ class Bench:
 
     def json_problem(self) -> str | None:
         """What makes ``extra_info`` unsavable (with or without --bench), or None."""
-        from pytest_tesserabench.results import DocumentError, check_plain_json
+        from pytest_tesserabench.record.results import DocumentError, check_plain_json
 
         try:
             check_plain_json(self.extra_info, f"{self._nodeid}: bench.extra_info")
@@ -103,7 +103,8 @@ class Bench:
 
     def _measure(self, fn, args, kwargs, *, flops, nbytes, name, comm=None):
         __tracebackhide__ = True
-        from pytest_tesserabench import profiling, sampling, timing  # numpy/scipy only once measuring
+        from pytest_tesserabench.machine import profiling  # numpy/scipy only once measuring
+        from pytest_tesserabench.measure import sampling, timing
 
         if profiling.under_ncu():
             # The child pytest that --bench-ncu runs under Nsight Compute: one warm call (compiles,
@@ -113,7 +114,7 @@ class Bench:
                 return fn(*args, **kwargs)
         instruments = self._instruments
         if self._settings.threads is not None:  # (torch caps what it reads at load to the cores)
-            from pytest_tesserabench import threads
+            from pytest_tesserabench.machine import threads
 
             threads.apply_torch(self._settings.threads)
         try:
@@ -207,7 +208,7 @@ class Bench:
 
         Runs with or without ``--bench``: a benchmark doubles as a correctness test.
         """
-        from pytest_tesserabench import accuracy
+        from pytest_tesserabench.measure import accuracy
 
         result = accuracy.compare(actual, expected, precision)
         label = self._results.get(id(actual), next(iter(self.records), None))
@@ -264,7 +265,7 @@ class Bench:
 
     @property
     def on_gpu(self) -> bool:
-        from pytest_tesserabench import machine
+        from pytest_tesserabench.machine import device as machine
 
         return machine.cuda_capability() is not None
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_tesserabench import files
 from pytest_tesserabench.options import parse_name
-from pytest_tesserabench.results import SCHEMA, DocumentError, RunDocument, fresh_runs
+from pytest_tesserabench.record import files
+from pytest_tesserabench.record.results import SCHEMA, DocumentError, RunDocument, fresh_runs
 
 DEFAULT_HISTORY = 10
 LOCK_TIMEOUT_S = 60

@@ -9,7 +9,7 @@ core count does not change what it measures.
 
 from __future__ import annotations
 
-from pytest_tesserabench.timing import CpuTimer
+from pytest_tesserabench.measure.timing import CpuTimer
 
 CANARY_SIZE = 250_000  # float64 values sorted per sample (2 MB; a few ms each)
 CANARY_SAMPLES = 20

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from pytest_tesserabench import files
+from pytest_tesserabench.record import files
 
 # Peak keys: one per precision a roofline can be drawn for.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -276,7 +276,7 @@ TIMED_CALLS = 15
 
 def peaks_measurement_blocker() -> str | None:
     """Why measure_peaks() cannot run here, or None when it can."""
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     if machine.cuda_capability() is None:
         return "measuring peaks needs a CUDA GPU and none is usable here; table peaks are used"
@@ -349,7 +349,7 @@ def measure_peaks(cache_dir: str | os.PathLike, refresh: bool = False) -> Peaks 
         return None
     from filelock import FileLock
 
-    from pytest_tesserabench import machine
+    from pytest_tesserabench.machine import device as machine
 
     info = machine.machine_info()
     key = machine.machine_key(info)
