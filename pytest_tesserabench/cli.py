@@ -195,8 +195,8 @@ def _show(args: argparse.Namespace, out, err) -> int:
         software = range(columns.index("torch"), len(columns))
         shared = [c for c in software if len({r[c] for r in rows}) == 1 and rows[0][c] != "-"]
         title = f"{args.name} on {data.machine_key}"
-        if shared:
-            title += "; every run: " + ", ".join(f"{columns[c]} {rows[0][c]}" for c in shared)
+        if shared:  # (a line of its own: a value is never split from its name)
+            title += "\n  every run: " + ", ".join(f"{columns[c]} {rows[0][c]}" for c in shared)
         kept = [
             c
             for c, name in enumerate(columns)

@@ -188,7 +188,10 @@ class Outlying:
     def blame(self) -> str:
         """Which run the figure says was disturbed, in words."""
         if self.against == "run":
-            return "this run and the baseline's one earlier run disagree: one of them was timed on a busy machine"
+            return (
+                "this run and the baseline's one earlier run disagree: one of them was timed on a busy machine, "
+                "or the benchmark's speed differs from process to process (more saves will tell)"
+            )
         if self.against == "fresh":
             if self.ratio > 1:
                 return (

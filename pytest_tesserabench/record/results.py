@@ -357,7 +357,13 @@ class Verdict:
         if self.ratio is not None:
             parts.append(f"{format_ms(self.baseline_ms)} -> {format_ms(self.candidate_ms)}, {self.change_text()}")
             if self.p_value is not None and self.status not in ("IMPROVED", "UNCHANGED"):
-                parts.append(f"p={self.p_value:.2g}")  # (the p-value is for "slower")
+                p = f"p={self.p_value:.2g}"  # (the p-value is for "slower")
+                # undecided though the printed 95% interval may clear the threshold: the suite's
+                # alpha split over its benchmarks is the bar, and the line says which
+                needs = self.alpha_per_test
+                if self.status == "INCONCLUSIVE" and needs is not None and self.p_value >= needs:
+                    p += f" (needs < {needs:.2g})"
+                parts.append(p)
             if self.threshold is not None:
                 parts.append(f"threshold {_pct(1 + self.threshold).lstrip('+')}")
             if self.status == "INCONCLUSIVE" and self.detectable is not None and self.threshold is not None:

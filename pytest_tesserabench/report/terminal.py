@@ -199,7 +199,8 @@ def header_lines(state, interpret_switch) -> list[str]:
         return [f"tesserabench: {settings.mode}{triton}"]
     info = state.context.machine_info
     device = f"{info.get('device')} ({info.get('arch')})"
-    lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{triton}"]
+    threads = f"; thread pools {settings.threads} (--bench-threads)" if settings.threads is not None else ""
+    lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{threads}{triton}"]
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
     if state.passes is not None:

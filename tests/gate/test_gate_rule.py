@@ -1,6 +1,7 @@
 """The gate on hand-made run dicts: statuses, the one-line text, kernels, processes, odd records."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -472,3 +473,13 @@ def test_the_processes_of_one_save_share_its_drift():
     shared = saves([0.97, 1.0, 1.03], [1.0, 1.001, 0.999])
     own = saves([1.0, 1.0, 1.0], [0.97, 1.0, 1.03])
     assert shared.process_share < 0.2 < 0.8 < own.process_share
+
+
+def test_an_undecided_line_says_what_p_the_suite_needs():
+    # a 95% interval clear of the threshold, yet not significant at alpha / m: the line says so
+    verdict = Verdict(
+        id="t", status="INCONCLUSIVE", baseline_ms=1.0, candidate_ms=1.25, ratio=1.25, ci=(1.05, 1.48),
+        p_value=0.0067, threshold=0.05, alpha_per_test=0.002,
+    )  # fmt: skip
+    assert "p=0.0067 (needs < 0.002)" in verdict.line()
+    assert "needs" not in replace(verdict, p_value=0.001, status="REGRESSED").line()

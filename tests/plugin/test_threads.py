@@ -37,6 +37,7 @@ def test_the_pools_are_sized_for_the_session_and_left_alone_without_it(pytester,
     result = pytester.runpytest_subprocess("--bench", "--bench-threads=3", *args)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*SEEN 3 [[]'3'[]]"])
+    result.stdout.fnmatch_lines(["tesserabench: measuring; * thread pools 3 (--bench-threads)*"])
     # a conftest that loaded torch before the plugin configured: its pool is set directly
     pytester.makeconftest("import torch")
     result = pytester.runpytest_subprocess("--bench", "--bench-threads=3", *args)
