@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 
 from pytest_tesserabench.record.results import BenchRecord, Verdict
 from pytest_tesserabench.report import rows as R
+from pytest_tesserabench.report.safe_text import csv_cell
 
 BASE_COLUMNS = ("id", "nodeid", "call", "group")
 FIGURE_COLUMNS = (
@@ -111,4 +112,7 @@ def csv_text(records: Sequence[BenchRecord], verdicts: Mapping[str, Verdict] | N
 def cells(row: Mapping) -> dict:
     """A row as CSV cells: None empty, floats to 7 significant digits (0.012962, not the binary
     expansion 0.012961999999999918; a timer's resolution is coarser still)."""
-    return {k: "" if v is None else format(v, ".7g") if isinstance(v, float) else v for k, v in row.items()}
+    return {
+        k: "" if v is None else format(v, ".7g") if isinstance(v, float) else csv_cell(v) if isinstance(v, str) else v
+        for k, v in row.items()
+    }

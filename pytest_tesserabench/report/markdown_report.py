@@ -15,6 +15,7 @@ from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.comparison_table import counts_text, verdict_head
 from pytest_tesserabench.report.data import ReportData
+from pytest_tesserabench.report.safe_text import markdown_cell, printable
 
 # GitHub shows at most 1 MiB of a step's summary; past this, rows of the results are left out.
 MAX_BYTES = 900 * 1024
@@ -22,11 +23,11 @@ MAX_BYTES = 900 * 1024
 
 def code(text: str) -> str:
     """Inline code in a table cell: ids keep their brackets and underscores as they are."""
-    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+    return "`" + printable(text).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+    return markdown_cell(text)
 
 
 def _table(header: Sequence[str], align: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -69,9 +69,13 @@ def _figure(width: float, height: float):
 
 def _svg(fig) -> str:
     import matplotlib
+    import matplotlib.text
 
     buffer = io.StringIO()
     # Text as text (searchable, the browser's fonts); ids from content, so a page is reproducible.
+    # Names are data: no mathtext parsed out of a '$' in a test id or call name (it raised).
+    for text in fig.findobj(matplotlib.text.Text):
+        text.set_parse_math(False)
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tesserabench"}):
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from pytest_tesserabench.record.results import BenchRecord
 from pytest_tesserabench.record.units import format_gbps, format_ms, format_tflops
+from pytest_tesserabench.report.safe_text import printable
 
 CALL_SEPARATOR = " · "  # between a row's parameters and the name of a labelled call
 
@@ -227,12 +228,13 @@ def row_labels(records: Sequence[BenchRecord]) -> tuple[str, list[str]]:
     for record, test in zip(records, tests):
         call = UNLABELLED if record.name is None else record.name
         labels.append(call if not test else test if record.name is None else f"{test}{CALL_SEPARATOR}{call}")
-    return shared, labels
+    return printable(shared), [printable(label) for label in labels]  # (names are data: safe_text)
 
 
 def group_title(key: str, shared: str, shared_notes: Sequence[str]) -> str:
     """A group's header: its key, what its rows' ids share (when the key does not already say
     it) and the notes every row has."""
+    key = printable(key)
     if not shared or shared in key:
         title = key
     elif shared.startswith(key):  # e.g. a group of one: its whole id says the key too

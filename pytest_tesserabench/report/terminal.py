@@ -23,6 +23,7 @@ from pytest_tesserabench.report.layout import (
     shorten_middle,
     shorten_unique,
 )
+from pytest_tesserabench.report.safe_text import printable
 
 QUIET_MIN_ID = 30  # under -q an id is shortened no further than this, whatever the width
 
@@ -100,6 +101,7 @@ def _shorten_id(bench_id: str, room: int) -> str:
     (`…/test_cpu.py::test_mm[N400]`), or less the whole path (`…::test_mm[N400]`), so the test's
     name and parameters stay and no word is cut (a cut in the middle left `tests/benc…48-D64-
     bf16-causal]`, which names no test; a cut at the left `…est_cpu.py`); else cut in the middle."""
+    bench_id = printable(bench_id)
     if len(bench_id) <= room:
         return bench_id
     path, sep, test = bench_id.partition("::")
