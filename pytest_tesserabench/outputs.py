@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import os
 
+from pytest_tesserabench.report.safe_text import printable
+
 GITHUB_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
@@ -61,7 +63,8 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                 worst = sorted(undetectable.items(), key=lambda item: -item[1])
                 # rounded up: a benchmark left out at 5% must not read "(5%)"
                 named = ", ".join(
-                    f"{bench_id} (it catches {math.ceil(size * 1000) / 10:g}% or more)" for bench_id, size in worst[:5]
+                    f"{printable(bench_id)} (it catches {math.ceil(size * 1000) / 10:g}% or more)"
+                    for bench_id, size in worst[:5]
                 )
                 more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
                 say(
@@ -74,7 +77,7 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             for far in outlying:
                 what = {"runs": "its runs' median", "run": "the earlier run's", "fresh": "its fresh processes' median"}
                 say(
-                    f"tesserabench: {far.bench_id}: {format_ms(far.now)} in this run, {far.ratio:.2g}x "
+                    f"tesserabench: {printable(far.bench_id)}: {format_ms(far.now)} in this run, {far.ratio:.2g}x "
                     f"{what[far.against]} ({format_ms(far.typical)}); {far.blame()} "
                     f"(`tesserabench show {settings.save}` lists the runs)",
                     yellow=True,

@@ -16,6 +16,7 @@ from pytest_tesserabench.options import NAME_RE
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
+from pytest_tesserabench.report.safe_text import printable
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -285,7 +286,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))
     regressed = [v for v in verdicts.values() if v.failed]
     for verdict in regressed:
-        print(f"{verdict.id}: {verdict.line()}", file=out)
+        print(f"{printable(verdict.id)}: {verdict.line()}", file=out)
     described = ", ".join(source.label for source in sources[:-1])
     if args.md is not None:
         data = ReportData(run=new_runs[-1], verdicts=verdicts, history=old_runs, baseline=described, notes=notes)

@@ -13,6 +13,7 @@ from pytest_tesserabench.record.results import STATUSES, BenchRecord, Verdict
 from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
+from pytest_tesserabench.report.safe_text import printable
 
 # What differs between two runs without changing the machine key (docs/usage.md, "The run file").
 SOFTWARE_KEYS = ("driver", "cuda", "torch", "triton", "python", "numpy")
@@ -123,7 +124,7 @@ def comparison_lines(
     if version_diffs:
         out.append(Line("software differs from the baseline: " + "; ".join(version_diffs)))
     for verdict in sorted((v for v in verdicts.values() if v.hint()), key=lambda v: v.id):
-        out.append(Line(f"inconclusive {verdict.id}: {verdict.hint()}", "yellow"))
+        out.append(Line(f"inconclusive {printable(verdict.id)}: {verdict.hint()}", "yellow"))
     return out
 
 

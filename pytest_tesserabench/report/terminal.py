@@ -352,7 +352,7 @@ def unresolved_line(verdicts, *, failing: bool = False) -> str | None:
     named = []
     for verdict in sorted(undecided, key=lambda v: -(v.detectable or 0.0))[:MAX_NAMED]:
         could = f" (it could catch {verdict.detectable:.0%} or more)" if verdict.detectable is not None else ""
-        named.append(f"{verdict.id.split('::', 1)[-1]}{could}")
+        named.append(f"{printable(verdict.id.split('::', 1)[-1])}{could}")
     more = f" and {len(undecided) - MAX_NAMED} more" if len(undecided) > MAX_NAMED else ""
     todo = "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner" + (
         "" if failing else "; --bench-unresolved=fail fails them"
