@@ -387,7 +387,7 @@ MUTATIONS = (
     Mutation(
         "interpreter timings are out of the run's shift",
         "pytest_tesserabench/gate/centres.py",
-        "    summary = record_summary(record) if gated_timing(record) else None",
+        "    summary = record_summary(record) if record.timing_gated else None",
         "    summary = record_summary(record)",
         ("tests/gate/test_run_effect.py",),
     ),
@@ -499,7 +499,7 @@ MUTATIONS = (
     Mutation(
         "--bench-save-processes: the interpreter's timings are not measured again",
         "pytest_tesserabench/plugin.py",
-        "        measured = [r for r in records if gated_timing(r) and state.lacks_process_draws(r.id)]",
+        "        measured = [r for r in records if r.timing_gated and state.lacks_process_draws(r.id)]",
         "        measured = [r for r in records if state.lacks_process_draws(r.id)]",
         ("tests/plugin/test_passes.py",),
     ),

@@ -569,11 +569,9 @@ class SessionHooks:
             return None
         if state.instruments.ranks.size > 1:
             return None
-        from pytest_tesserabench.gate.centres import gated_timing
-
         # (timings the gate never compares, the interpreter's, are not worth a process each; nor
         # a benchmark whose baseline holds enough process draws already: baseline.SAVE_DRAWS)
-        measured = [r for r in records if gated_timing(r) and state.lacks_process_draws(r.id)]
+        measured = [r for r in records if r.timing_gated and state.lacks_process_draws(r.id)]
         if not measured:
             return None
         with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile

@@ -16,7 +16,7 @@ import math
 import numpy as np
 from scipy import stats
 
-from pytest_tesserabench.record.results import UNGATED_TIMERS, BenchRecord  # noqa: F401 (re-exported)
+from pytest_tesserabench.record.results import BenchRecord
 
 # (UNGATED_TIMERS: Triton's CPU interpreter says nothing of a kernel on a GPU, and its swings must
 # not move any other benchmark's shift either.)
@@ -28,11 +28,6 @@ def median_factor(n) -> np.ndarray:
     """Variance of a median of n values relative to one value's, over 1/n: 1 for n <= 2 (the
     median of two is their mean), pi/2 beyond (its large-sample value; slightly conservative)."""
     return np.where(np.asarray(n) <= 2, 1.0, MEDIAN_VARIANCE_FACTOR)
-
-
-def gated_timing(record: BenchRecord) -> bool:
-    """Whether ``record``'s timings can be gated (not the interpreter's)."""
-    return record.timing_gated
 
 
 def summarise_rounds(log_rounds: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -83,7 +78,7 @@ def record_summary(record: BenchRecord) -> tuple[float, float, int] | None:
 
 def log_centre(record: BenchRecord) -> float | None:
     """A record's centre (log ms); None without rounds, or where its timings are never gated."""
-    summary = record_summary(record) if gated_timing(record) else None
+    summary = record_summary(record) if record.timing_gated else None
     return None if summary is None else summary[0]
 
 
@@ -97,7 +92,7 @@ def passes_centre(pass_rounds_ms: list[list[float]]) -> float | None:
 def pass_centres(record: BenchRecord) -> list[float]:
     """The centre (log) of each of a record's passes, in order (one entry, the run's centre, in one
     pass); empty without rounds, or where its timings are never gated."""
-    if not gated_timing(record):
+    if not record.timing_gated:
         return []
     split = passes_of(record)
     if split is None:

@@ -26,9 +26,7 @@ import numpy as np
 from pytest_tesserabench.gate import conditions
 from pytest_tesserabench.gate.centres import (
     MEDIAN_VARIANCE_FACTOR,
-    UNGATED_TIMERS,
     earlier_passes_centre,
-    gated_timing,
     log_centre,
     record_summary,
     robust_sd,
@@ -103,7 +101,7 @@ class History:
         for j, run in enumerate(runs):
             for bench_id, record in run.benchmarks.items():
                 summary = _summary(record, cache)
-                if summary is not None and gated_timing(record):
+                if summary is not None and record.timing_gated:
                     centres.setdefault(bench_id, {})[j] = summary[0]
         model = None
         if timings:
@@ -211,7 +209,7 @@ class History:
             return "the baseline has no timed rounds of it"
         if not record.measured_rounds:
             return "no rounds measured in this run"
-        if any(t in UNGATED_TIMERS for t in timers):
+        if not (record.timing_gated and base[-1].timing_gated):
             return "timed in the Triton interpreter"
         if len(timers) > 1:
             return f"timers differ: {base[-1].timer} in the baseline, {record.timer} now"
@@ -298,7 +296,7 @@ class History:
         parts, ids, saves = [], [], []
         for bench_id in self.ids:
             kept, _ = self._kept(bench_id)
-            kept = [(j, r) for j, r in kept if gated_timing(r) and _summary(r, self.cache) is not None]
+            kept = [(j, r) for j, r in kept if r.timing_gated and _summary(r, self.cache) is not None]
             if not kept:
                 continue
             saves.append(len({self.saves[j] for j, _ in kept}) if self.saves else len(kept))

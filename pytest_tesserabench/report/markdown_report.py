@@ -26,10 +26,6 @@ def code(text: str) -> str:
     return "`" + printable(text).replace("`", "'").replace("|", "\\|") + "`"
 
 
-def cell(text: str) -> str:
-    return markdown_cell(text)
-
-
 def _table(header: Sequence[str], align: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("--:" if a == "right" else ":--" for a in align) + "|"]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
@@ -69,7 +65,10 @@ def _notes(data: ReportData) -> list[str]:
     the suite-wide shift): a failing one in bold."""
     if not data.notes:
         return []
-    return ["", *(f"- **{cell(n)}**" if n.startswith("FAILED") else f"- {cell(n)}" for n in data.notes)]
+    return [
+        "",
+        *(f"- **{markdown_cell(n)}**" if n.startswith("FAILED") else f"- {markdown_cell(n)}" for n in data.notes),
+    ]
 
 
 def _regressions(data: ReportData) -> list[str]:
@@ -88,7 +87,7 @@ def _regressions(data: ReportData) -> list[str]:
                 format_ms(verdict.baseline_ms),
                 format_ms(verdict.candidate_ms),
                 p,
-                cell(why) or "-",
+                markdown_cell(why) or "-",
             ]
         )
     header = ["benchmark", "verdict", "change [CI95]", "baseline", "now", "p", "why"]
@@ -115,18 +114,18 @@ def _results(
         shared, labels = R.row_labels(members)
         rows = []
         for record, label in zip(members, labels):
-            row = [code(label), *(cell(f.cell(record, speeds)) for f in fields)]
+            row = [code(label), *(markdown_cell(f.cell(record, speeds)) for f in fields)]
             if data.compared:
                 # the verdict's change is of the gate's centres (the lowest pass's median, this
                 # run's shared shift removed), which can differ from the median of all rounds
                 verdict = data.verdicts.get(record.id)
                 row += [verdict_head(verdict), verdict.change_text()] if verdict else ["-", "-"]
             notes = R.notes(record, timer_shown="timer" in keys)
-            rows.append([*row, cell(", ".join(notes)) or ""])
+            rows.append([*row, markdown_cell(", ".join(notes)) or ""])
         judged = ["verdict", "change [CI95]"] if data.compared else []
         header = ["benchmark", *(f.header for f in fields), *judged, "notes"]
         align = ["left", *("right" for _ in fields), *(["left", "right"] if data.compared else []), "left"]
-        block = [f"**{cell(R.group_title(key, shared, []))}**", "", *_table(header, align, rows), ""]
+        block = [f"**{markdown_cell(R.group_title(key, shared, []))}**", "", *_table(header, align, rows), ""]
         used += sum(len(line.encode()) + 1 for line in block)
         lines += block
     if left_out:

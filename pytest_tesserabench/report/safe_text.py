@@ -1,6 +1,7 @@
 """Names as data at every output: a test id or parameter value may hold anything a string can
-(terminal escape sequences, a right-to-left override, newlines, ``|``, a leading ``=``, ``$``),
-and none of it may act on the terminal, the Markdown table, the spreadsheet or the plot.
+(terminal escape sequences, a right-to-left override, newlines, ``|``, a leading ``=``), and
+none of it may act on the terminal, the Markdown table or the spreadsheet. (Plots parse no
+mathtext: report/plots.py.)
 
 Each function takes text and returns what is safe to put in that output; what a character was
 stays readable (``\\x1b``, ``\\u202e``).
@@ -40,8 +41,3 @@ def csv_cell(text: str) -> str:
     apostrophe (OWASP's advice for CSV injection)."""
     text = printable(text)
     return "'" + text if text.startswith(FORMULA_STARTS) else text
-
-
-def plot_label(text: str) -> str:
-    """A matplotlib label: ``$`` escaped, so no mathtext is parsed out of a name."""
-    return printable(text).replace("$", r"\$")

@@ -134,8 +134,8 @@ def cpu_sharing_line(records, *, pool: int | None = None, cpus: int | None = Non
     others_cpu = sum(max(s.others_cpu_s, 0.0) for s in sampled)  # (as BenchRecord.others_cpus)
     # (/proc/stat counts in ticks: over a few ms of rounds the figure can exceed the machine)
     busy = min(others_cpu / others_wall, float(os.cpu_count() or 1)) if others_wall > 0 else 0.0
-    crowded = threads.oversubscribed_hint(busy, pool, cpus or threads.cpus())
-    crowded = f"; {crowded}" if crowded else ""
+    hint = threads.oversubscribed_hint(busy, pool, cpus or threads.cpus())
+    crowded = f"; {hint}" if hint else ""
     if timed > 0 and waited / timed >= run_queue.SHARED:
         return (
             f"the CPU was shared: the timing thread waited for it {format_ms(waited * 1e3)} ({waited / timed:.0%} of "
@@ -147,8 +147,8 @@ def cpu_sharing_line(records, *, pool: int | None = None, cpus: int | None = Non
             f"the CPU was shared: other processes kept {busy:.1f} CPUs busy while the benchmarks were timed; they "
             f"share caches, memory bandwidth and SMT siblings with them{crowded}"
         )
-    if crowded:  # (more threads than CPUs, other processes or not)
-        return crowded[2].upper() + crowded[3:]
+    if hint:  # (more threads than CPUs, other processes or not)
+        return hint[0].upper() + hint[1:]
     return None
 
 

@@ -27,7 +27,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .space import OPTION_NAMES, Config, ConfigList
+from .space import Config, ConfigList
 from .tunable import Problem, Tunable, TunableError, Work, dtype_name
 
 _DEFAULT_OPTIONS = {"num_ctas": 1, "maxnreg": None}
@@ -92,7 +92,7 @@ def from_autotune(
         from pytest_tesserabench.inspect import specialize as specialize_launch
 
         args, kwargs = arguments(problem, "cpu")
-        return specialize_launch(jit, args, {**kwargs, **config.kernel_kwargs, **_options(config)})
+        return specialize_launch(jit, args, {**kwargs, **config.kernel_kwargs, **config.options})
 
     def work(config: Config, problem: Problem) -> Work:
         programs = max(math.prod(grid(problem, dict(config))), 1)
@@ -109,7 +109,7 @@ def from_autotune(
         def call_for(config: Config):
             def launch():
                 return launcher[lambda meta: grid(problem, meta)](
-                    *args, **kwargs, **config.kernel_kwargs, **_options(config)
+                    *args, **kwargs, **config.kernel_kwargs, **config.options
                 )
 
             return launch
@@ -130,10 +130,6 @@ def from_autotune(
     if shape_of is not None:
         kernel.early_config_prune = _tuned_prune(tunable, shape_of, getattr(kernel, "early_config_prune", None))
     return tunable
-
-
-def _options(config: Config) -> dict[str, Any]:
-    return {key: value for key, value in config.options.items() if key in OPTION_NAMES}
 
 
 def _tuned_prune(tunable: Tunable, shape_of, own_prune):
