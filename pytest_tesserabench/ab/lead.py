@@ -19,7 +19,14 @@ from pytest_tesserabench.ab.interleave import interleave, measuring_cpu
 from pytest_tesserabench.gate import paired
 from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.processes.served import ProcessError, Reached, ServedProcess, TestDone, measurement_args
+from pytest_tesserabench.processes.served import (
+    ProcessError,
+    Reached,
+    ServedProcess,
+    TestDone,
+    close_all,
+    measurement_args,
+)
 
 
 class TestOnBothSides:
@@ -159,8 +166,7 @@ class ABLead:
         return [*self.candidates, *self.references]
 
     def close(self) -> None:
-        for process in self._all():
-            process.close()
+        close_all(self._all())
         self.candidates, self.references = [], []
 
     # -- a test ------------------------------------------------------------------------------------

@@ -35,7 +35,14 @@ from pathlib import Path
 
 from pytest_tesserabench.gate.pipeline import Processes
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.processes.served import ProcessError, Reached, ServedProcess, TestDone, measurement_args
+from pytest_tesserabench.processes.served import (
+    ProcessError,
+    Reached,
+    ServedProcess,
+    TestDone,
+    close_all,
+    measurement_args,
+)
 from pytest_tesserabench.record.results import BenchRecord, Sampling, Stats
 
 MIN_BLOCK_ROUNDS = 3  # a block's median needs a few rounds to be a centre at all
@@ -152,9 +159,7 @@ class ProcessPool:
         return self.cannot_start
 
     def close(self) -> None:
-        for process in self.slots:
-            if process is not None:
-                process.close()
+        close_all([process for process in self.slots if process is not None])
         self.slots = [None] * len(self.slots)
 
 

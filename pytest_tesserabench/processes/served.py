@@ -105,6 +105,7 @@ class ServedProcess:
         self.process: subprocess.Popen | None = None
         self.connection = None
         self._listener = None
+        self._asked_to_quit = False  # told to end its session: worth waiting for
         self.nodeids: set[str] = set()
         self.benchmarks: list[str] = []
         self._folder = Path(tempfile.mkdtemp(prefix="tesserabench-ab-"))
@@ -180,15 +181,21 @@ class ServedProcess:
             paths.append(str(self.tree / "src"))
         return paths
 
-    def close(self) -> None:
-        connected = self.connection is not None
-        if connected:
+    def ask_to_quit(self) -> None:
+        """Tell the process to end its session; ``close`` waits for it. Separate, so that several
+        processes end at once instead of one after another."""
+        if self.connection is not None:
             try:
                 self.connection.send({"op": "quit"})
             except OSError:
                 pass
             self.connection.close()
             self.connection = None
+            self._asked_to_quit = True
+
+    def close(self) -> None:
+        self.ask_to_quit()
+        connected = self._asked_to_quit
         if self._listener is not None:
             self._listener.close()
             self._listener = None
@@ -278,3 +285,11 @@ class ServedProcess:
             message = self.next_call()
             if isinstance(message, TestDone):
                 return message
+
+
+def close_all(processes) -> None:
+    """Every process asked to quit first, then each waited for: they end side by side."""
+    for process in processes:
+        process.ask_to_quit()
+    for process in processes:
+        process.close()

@@ -205,6 +205,24 @@ def test_under_xdist_and_with_save(repo):
     assert worktrees(repo) == []
 
 
+def test_served_processes_end_without_ending_a_session(repo):
+    """Only the lead ends a session: a served process's session end would write the project's
+    --junitxml and cache over the lead's, and cost seconds per process as they all end at once."""
+    repo.makeconftest(
+        """
+import os
+
+def pytest_sessionfinish(session):
+    with open(os.path.join(str(session.config.rootpath), "ended.txt"), "a") as f:
+        f.write(f"{os.getpid()}\\n")
+"""
+    )
+    commit(repo.path, "a session-end hook")
+    result = repo.runpytest("--bench-ab=main", *ARGS)
+    result.assert_outcomes(passed=3)
+    assert (repo.path / "ended.txt").read_text().split() == [str(os.getpid())]  # (runpytest: in-process)
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
