@@ -315,8 +315,8 @@ MUTATIONS = (
     Mutation(
         "the settle command is written",
         TERMINAL,
-        "        terminalreporter.write_line(settle, yellow=True)",
-        "        pass",
+        '    unresolved = unresolved_line(verdicts, failing=settings.unresolved == "fail", settle=settle)',
+        '    unresolved = unresolved_line(verdicts, failing=settings.unresolved == "fail")',
         ("tests/plugin/test_run_effect_plugin.py",),
     ),
     Mutation(
@@ -394,7 +394,7 @@ MUTATIONS = (
     Mutation(
         "the summary says what the run could not judge",
         "pytest_tesserabench/report/terminal.py",
-        '    unresolved = unresolved_line(verdicts, failing=settings.unresolved == "fail")',
+        '    unresolved = unresolved_line(verdicts, failing=settings.unresolved == "fail", settle=settle)',
         "    unresolved = None",
         (WIRING,),
     ),

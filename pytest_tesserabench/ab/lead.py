@@ -70,7 +70,7 @@ class ABLead:
 
     @classmethod
     def open(cls, settings: Settings, *, rootdir: Path, cache_dir: Path) -> ABLead:
-        reference = worktree.checkout(rootdir, settings.ab, cache_dir)
+        reference = worktree.checkout(rootdir, settings.ab, cache_dir, results=settings.bench_dir)
         return cls(settings, reference=reference, rootdir=rootdir, cache_dir=cache_dir)
 
     def describe(self) -> str:

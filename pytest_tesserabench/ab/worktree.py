@@ -41,8 +41,10 @@ def _git(cwd: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProc
         raise ABError(f"--bench-ab: `git {' '.join(args)}` did not finish in {timeout:.0f} s") from None
 
 
-def resolve(rootdir: Path, ref: str) -> tuple[Path, str, int]:
-    """(repository top level, the commit REF names, uncommitted changes); ABError otherwise."""
+def resolve(rootdir: Path, ref: str, results: Path | None = None) -> tuple[Path, str, int]:
+    """(repository top level, the commit REF names, uncommitted changes); ABError otherwise.
+    ``results``: the folder of baselines, not counted among the changes (the plugin writes
+    there; it is not code either side runs)."""
     top = _git(rootdir, "rev-parse", "--show-toplevel")
     if top.returncode != 0:
         raise ABError(f"--bench-ab={ref}: {rootdir} is not in a git repository; A/B compares with a git ref")
@@ -54,8 +56,14 @@ def resolve(rootdir: Path, ref: str) -> tuple[Path, str, int]:
             "(e.g. --bench-ab=origin/main; in CI, fetch it first: git fetch origin main)"
         )
     # An untracked file is imported by the working tree's side as any other (REF's lacks it).
-    status = _git(repo, "status", "--porcelain", "--untracked-files=normal")
-    dirty = len(status.stdout.splitlines()) if status.returncode == 0 else 0
+    status = _git(repo, "status", "--porcelain", "-z", "--untracked-files=normal")
+    changed = _porcelain_paths(status.stdout) if status.returncode == 0 else []
+    if results is not None:
+        results = results.resolve()
+        changed = [
+            p for p in changed if not (results == (repo / p).resolve() or results in (repo / p).resolve().parents)
+        ]
+    dirty = len(changed)
     return repo, found.stdout.strip(), dirty
 
 
@@ -70,11 +78,25 @@ def has_commit(rootdir: Path, sha: str) -> bool | None:
         return None
 
 
-def checkout(rootdir: Path, ref: str, cache_dir: Path) -> Reference:
+def _porcelain_paths(text: str) -> list[str]:
+    """The paths of ``git status --porcelain -z`` (a rename's entry is followed by its old path)."""
+    entries, paths = text.split("\0"), []
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        if len(entry) > 3:
+            paths.append(entry[3:])
+            if entry[0] in "RC":
+                i += 1  # the old path
+        i += 1
+    return paths
+
+
+def checkout(rootdir: Path, ref: str, cache_dir: Path, results: Path | None = None) -> Reference:
     """REF checked out (detached) into ``cache_dir/ab-<sha>``; reused when already there."""
     from filelock import FileLock
 
-    repo, sha, dirty = resolve(rootdir, ref)
+    repo, sha, dirty = resolve(rootdir, ref, results)
     cache_dir.mkdir(parents=True, exist_ok=True)
     path = cache_dir / f"ab-{sha[:12]}"
     with FileLock(str(cache_dir / ".ab.lock")):  # xdist workers and the controller share it

@@ -369,13 +369,18 @@ class Verdict:
             if self.status == "INCONCLUSIVE" and self.detectable is not None and self.threshold is not None:
                 if self.detectable > self.threshold:
                     parts.append(f"could detect {_pct(1 + self.detectable).lstrip('+')} or more")
-            if self.shift is not None and abs(self.shift) >= 0.01:
-                parts.append(f"this run's shared shift {_pct(1 + self.shift)} removed")
+            if self.shift_text():
+                parts.append(f"this run's shared shift {self.shift_text()} removed")
         text = ", ".join(parts)
         extra = list(self.reasons) or ([] if self.ratio is not None else list(self.notes[:1]))
         if extra:
             text += "; " + "; ".join(extra)
         return text
+
+    def shift_text(self) -> str | None:
+        """The run's shared shift removed from the change ('+20.6%'), when big enough to say: the
+        change is then not ``now`` over ``baseline``, and a reader must see why."""
+        return _pct(1 + self.shift) if self.shift is not None and abs(self.shift) >= 0.01 else None
 
     def hint(self) -> str | None:
         """For INCONCLUSIVE: what would settle it."""

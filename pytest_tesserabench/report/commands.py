@@ -236,7 +236,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.markdown_report import markdown_summary
-    from pytest_tesserabench.report.terminal import report_notes, settle_line
+    from pytest_tesserabench.report.terminal import report_notes, settle_advice
 
     if len(args.runs) < 2:
         raise CommandError("compare needs at least two runs (files or baseline NAMEs), oldest first")
@@ -280,7 +280,7 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     settle = None
     root = _project_root(new_runs[0].benchmarks.values(), args.dir) if len(new_runs) == 1 else None
     if root is not None:  # the tests named from here, as the plugin names them from where pytest ran
-        settle = settle_line(verdicts, new_runs[0].benchmarks, old_runs, root, Path.cwd(), [])
+        settle = settle_advice(verdicts, new_runs[0].benchmarks, old_runs, root, Path.cwd(), [])
     notes = report_notes(new_runs[-1].benchmarks.values(), verdicts, settle=settle, suite=suite)  # as the plugin's
     lines += [Line(note, "red" if note.startswith("FAILED") else None) for note in notes]
     out.write(as_text(lines, color=getattr(out, "isatty", lambda: False)()))

@@ -32,6 +32,7 @@ COLUMNS = (
     Column("change", "change [CI95]"),
     Column("baseline", "baseline", drop=2),
     Column("now", "now", drop=2),
+    Column("shift", "shift", drop=2),  # only where a run's shared shift was removed from a change
     Column("p", "p", drop=1),
     Column("runs", "runs", drop=1),
 )
@@ -62,6 +63,7 @@ def _cells(verdict: Verdict) -> dict[str, str]:
         "change": verdict.change_text(),
         "baseline": format_ms(verdict.baseline_ms),
         "now": format_ms(verdict.candidate_ms),
+        "shift": verdict.shift_text() or "-",
         "p": "-" if verdict.p_value is None else f"{verdict.p_value:.2g}",
         "runs": str(verdict.history) if verdict.history else "-",
     }
@@ -90,9 +92,11 @@ def comparison_lines(
     width: int = 120,
     canary: bool = True,
     paired: bool = False,
+    hints: bool = True,
 ) -> list[Line]:
     """The comparison section. ``records`` (id -> record, from this run or the baseline) name
-    each verdict's group; a verdict without one is a group of its own."""
+    each verdict's group; a verdict without one is a group of its own. ``hints``: a line per
+    INCONCLUSIVE verdict saying what would settle it (off where each test's warning says so)."""
     records = records or {}
     by_record = {vid: records.get(vid) or _stand_in(vid) for vid in verdicts}
     groups = R.group_records(R.sort_records(by_record.values()), ("group",))
@@ -100,6 +104,9 @@ def comparison_lines(
     def worst(members: list[BenchRecord]) -> int:
         return min(_ORDER.get(verdicts[m.id].status, 99) for m in members)
 
+    columns = AB_COLUMNS if paired else COLUMNS
+    if not any(v.shift_text() for v in verdicts.values()):
+        columns = tuple(c for c in columns if c.key != "shift")
     out: list[Line] = []
     for key, members in sorted(groups.items(), key=lambda item: (worst(item[1]), R.natural_key(item[0]))):
         members = sorted(members, key=lambda m: _ORDER.get(verdicts[m.id].status, 99))  # stable: ids stay in order
@@ -112,7 +119,7 @@ def comparison_lines(
         if out:
             out.append(Line(""))
         out.append(Line(shorten_middle(R.group_title(key, shared, []), width), "bold"))
-        table = render_table("benchmark", AB_COLUMNS if paired else COLUMNS, rows, width, details_apart=True)
+        table = render_table("benchmark", columns, rows, width, details_apart=True)
         out.extend(table.lines)
         out.extend(hidden_note(table, width))
     out.append(Line(""))
@@ -123,7 +130,7 @@ def comparison_lines(
         out.append(Line("canary: not available in one of the runs"))
     if version_diffs:
         out.append(Line("software differs from the baseline: " + "; ".join(version_diffs)))
-    for verdict in sorted((v for v in verdicts.values() if v.hint()), key=lambda v: v.id):
+    for verdict in sorted((v for v in verdicts.values() if hints and v.hint()), key=lambda v: v.id):
         out.append(Line(f"inconclusive {printable(verdict.id)}: {verdict.hint()}", "yellow"))
     return out
 

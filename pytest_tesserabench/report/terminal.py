@@ -275,19 +275,18 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         version_diffs=software_differences(state.context.machine_info, comparison.baseline.latest_machine),
         canary_ratio=machine_ratio([state.document()], comparison.runs) if comparison.same_machine else None,
         width=width,
+        hints=False,  # each INCONCLUSIVE test's warning says what would settle it
     ):
         terminalreporter.write_line(line.text, **line.markup())
     verdicts = state.all_verdicts()
     confirmed = confirm_line(state.records.values(), verdicts)
     if confirmed:
         terminalreporter.write_line(confirmed)
-    unresolved = unresolved_line(verdicts, failing=settings.unresolved == "fail")
+    settle = settle_by_ab(state, terminalreporter.config)
+    unresolved = unresolved_line(verdicts, failing=settings.unresolved == "fail", settle=settle)
     if unresolved:
         loud = unresolved.startswith("NOTHING")
         terminalreporter.write_line(unresolved, yellow=not loud, red=loud)
-    settle = settle_by_ab_line(state, terminalreporter.config)
-    if settle:
-        terminalreporter.write_line(settle, yellow=True)
     suite = suite_line(state)
     if suite:
         terminalreporter.write_line(suite, red=state.suite.failed)
@@ -301,7 +300,7 @@ def run_notes(state, config) -> list[str]:
     report_notes); the settle command not without ``config``."""
     if state.comparison is None:
         return report_notes(state.records.values())
-    settle = settle_by_ab_line(state, config) if config is not None else None
+    settle = settle_by_ab(state, config) if config is not None else None
     return report_notes(
         state.records.values(),
         state.all_verdicts(),
@@ -317,11 +316,13 @@ def report_notes(
 ) -> list[str]:
     """What a run says about itself, in the summary's order: the CPU was shared, what was measured
     again, what it could not judge (of ``verdicts``: the records' own by default), ``settle`` (the
-    command that settles its INCONCLUSIVE verdicts), its ``suite``-wide shift, ``not_run``."""
+    command that settles its INCONCLUSIVE verdicts, in the same line), its ``suite``-wide shift,
+    ``not_run``."""
     records = list(records)
     verdicts = verdicts if verdicts is not None else {r.id: r.verdict for r in records if r.verdict is not None}
-    lines = [cpu_sharing_line(records), confirm_line(records, verdicts), unresolved_line(verdicts, failing=failing)]
-    return [line for line in [*lines, settle, suite.line() if suite is not None else None, not_run] if line]
+    unresolved = unresolved_line(verdicts, failing=failing, settle=settle)
+    lines = [cpu_sharing_line(records), confirm_line(records, verdicts), unresolved]
+    return [line for line in [*lines, suite.line() if suite is not None else None, not_run] if line]
 
 
 def confirm_line(records, verdicts) -> str | None:
@@ -341,22 +342,27 @@ def confirm_line(records, verdicts) -> str | None:
 MAX_NAMED = 5  # unresolved benchmarks named in the line; the rest are counted
 
 
-def unresolved_line(verdicts, *, failing: bool = False) -> str | None:
+def unresolved_line(verdicts, *, failing: bool = False, settle: str | None = None) -> str | None:
     """History mode: the benchmarks this run could not judge at their threshold (INCONCLUSIVE),
-    the slowdown it could have caught in each, and what to do; loud when it judged none. (A/B's
-    verdicts say so in their own table.)"""
+    the slowdown it could have caught in each, and what to do (``settle``: the advice of
+    settle_advice, when there is a commit to measure them beside); loud when it judged none.
+    One line, so that a reader meets the word once under the table. (A/B's verdicts say so in
+    their own table.)"""
     timed = [v for v in verdicts.values() if v.ratio is not None and v.stage != "paired"]
     undecided = [v for v in timed if v.status == "INCONCLUSIVE"]
     if not undecided:
-        return None
+        others = sum(v.status == "INCONCLUSIVE" for v in verdicts.values())
+        return f"{others} INCONCLUSIVE: {settle}" if settle and others else None
     named = []
     for verdict in sorted(undecided, key=lambda v: -(v.detectable or 0.0))[:MAX_NAMED]:
         could = f" (it could catch {verdict.detectable:.0%} or more)" if verdict.detectable is not None else ""
         named.append(f"{printable(verdict.id.split('::', 1)[-1])}{could}")
     more = f" and {len(undecided) - MAX_NAMED} more" if len(undecided) > MAX_NAMED else ""
-    todo = "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner" + (
-        "" if failing else "; --bench-unresolved=fail fails them"
-    )
+    todo = (
+        f"to judge them, {settle}"
+        if settle
+        else "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner"
+    ) + ("" if failing else "; --bench-unresolved=fail fails them")
     if len(undecided) == len(timed):
         return (
             f"NOTHING JUDGED: all {len(timed)} timed benchmark(s) are INCONCLUSIVE: this run could not tell "
@@ -387,19 +393,19 @@ CARRIED_OPTIONS = (
 )  # fmt: skip
 
 
-def settle_by_ab_line(state, config) -> str | None:
-    """History mode: the command that decides this run's INCONCLUSIVE verdicts in one job (see
-    settle_line), to be run where this run was, with this run's measuring and judging options."""
+def settle_by_ab(state, config) -> str | None:
+    """History mode: how to decide this run's INCONCLUSIVE verdicts in one job (see
+    settle_advice), to be run where this run was, with this run's measuring and judging options."""
     params = config.invocation_params
     verdicts = state.all_verdicts()
-    return settle_line(verdicts, state.records, state.comparison.runs, state.context.rootdir, params.dir, params.args)
+    return settle_advice(verdicts, state.records, state.comparison.runs, state.context.rootdir, params.dir, params.args)
 
 
-def settle_line(verdicts, records, baseline_runs, rootdir: Path, where: Path, args) -> str | None:
-    """The command that decides the INCONCLUSIVE verdicts of ``records`` in one job, by A/B
-    against the commit the baseline's newest run was recorded at: test paths relative to
-    ``where``, the CARRIED_OPTIONS of the command line ``args``; None when there are none, or
-    ``rootdir`` is not a git checkout."""
+def settle_advice(verdicts, records, baseline_runs, rootdir: Path, where: Path, args) -> str | None:
+    """How to decide the INCONCLUSIVE verdicts of ``records`` in one job: the command that
+    measures them by A/B against the commit the baseline's newest run was recorded at (test
+    paths relative to ``where``, the CARRIED_OPTIONS of the command line ``args``), or why there
+    is none; None when there is nothing to decide, or ``rootdir`` is not a git checkout."""
     import os
     import shlex
 
@@ -410,10 +416,9 @@ def settle_line(verdicts, records, baseline_runs, rootdir: Path, where: Path, ar
     sha = commit.get("sha")
     if not undecided or not sha:
         return None
-    head = f"{len(undecided)} INCONCLUSIVE"
     if commit.get("dirty"):
         return (
-            f"{head}: the baseline's newest run was recorded on a modified checkout of {sha[:12]}, so there is "
+            f"the baseline's newest run was recorded on a modified checkout of {sha[:12]}, so there is "
             "no commit to measure them beside in one job (--bench-ab=REF); record baselines on clean commits"
         )
     here = worktree.has_commit(rootdir, sha)
@@ -428,7 +433,7 @@ def settle_line(verdicts, records, baseline_runs, rootdir: Path, where: Path, ar
     command = ["pytest", f"--bench-ab={sha[:12]}", *_carried(args), *tests]
     fetch = "" if here else f" (this clone lacks that commit, a shallow clone's way: `git fetch origin {sha}` first)"
     return (
-        f"{head}: measure them beside the baseline's commit in one job, which cancels the machine's drift: `"
+        "measure them beside the baseline's commit in one job, which cancels the machine's drift: `"
         + " ".join(shlex.quote(part) for part in command)
         + "`"
         + fetch
@@ -461,6 +466,7 @@ def _write_ab_section(terminalreporter, state, width: int) -> None:
         width=width,
         canary=False,
         paired=True,
+        hints=False,  # each INCONCLUSIVE test's warning says what would settle it
     ):
         terminalreporter.write_line(line.text, **line.markup())
     text = ab_counts_line(state.records.values())

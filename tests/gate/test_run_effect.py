@@ -1,6 +1,7 @@
 """History mode's run-effect model on seeded data whose drift is shared by every benchmark of a run."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -59,6 +60,22 @@ def test_a_run_shifted_as_a_whole_raises_no_false_alarm():
     verdicts, model, measured = judge(baseline, loaded)
     assert {v.status for v in verdicts.values()} == {"UNCHANGED"}
     assert all("this run's shared shift +2" in " ".join(v.notes) for v in verdicts.values())  # ~ +25%
+
+
+def test_the_comparison_table_shows_the_shift_it_removed():
+    """'now' is what was measured; beside a change that is not now/baseline the table says why."""
+    from pytest_tesserabench.report.comparison_table import render_comparison
+
+    rng = np.random.default_rng(2)
+    verdicts, _, _ = judge(runs(rng, 3, shared=0.03), runs(rng, 1, shared=lambda: math.log(1.25)))
+    lines = render_comparison(verdicts, version_diffs=[], canary_ratio=None, width=200).splitlines()
+    header = next(line for line in lines if line.startswith("benchmark"))
+    assert header.split()[4:7] == ["baseline", "now", "shift"]
+    rows = [line for line in lines if line.startswith("(unlabelled)")]
+    assert len(rows) == 6 and all(re.search(r" ms +\+2\d\.\d% ", row) for row in rows), rows  # ~ +25%, after now
+    rng = np.random.default_rng(2)  # a run without a shift to speak of: no column
+    verdicts, _, _ = judge(runs(rng, 3, shared=0.003), runs(rng, 1, shared=0.0))
+    assert "shift" not in render_comparison(verdicts, version_diffs=[], canary_ratio=None, width=200)
 
 
 def test_one_regression_inside_a_shared_shift_is_still_caught():

@@ -366,3 +366,13 @@ def test_an_untracked_file_counts_among_the_working_trees_changes(tmp_path):
     assert worktree.resolve(tmp_path, "main")[2] == 0
     (tmp_path / "helper.py").write_text("y = 2\n")
     assert worktree.resolve(tmp_path, "main")[2] == 1
+    # the plugin's own results are not a change of the code: neither untracked nor modified ones
+    (tmp_path / "baselines" / "main").mkdir(parents=True)
+    (tmp_path / "baselines" / "main" / "cpu.json").write_text("{}")
+    assert worktree.resolve(tmp_path, "main", tmp_path / "baselines")[2] == 1
+    assert worktree.resolve(tmp_path, "main")[2] == 2
+    commit(tmp_path)
+    (tmp_path / "baselines" / "main" / "cpu.json").write_text('{"runs": []}')
+    (tmp_path / "kernel.py").rename(tmp_path / "a kernel.py")  # a rename: one change, spaces kept
+    git(tmp_path, "add", "-A")
+    assert worktree.resolve(tmp_path, "main", tmp_path / "baselines")[2] == 1

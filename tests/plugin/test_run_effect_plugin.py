@@ -305,7 +305,10 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(
     )  # fmt: skip
     result.stdout.fnmatch_lines(["a * INCONCLUSIVE *"])
     if recorded_on == "a modified checkout":  # the commit is not what was measured: no command
-        said = f"3 INCONCLUSIVE: the baseline's newest run was recorded on a modified checkout of {sha[:12]}, *"
+        said = (
+            "3 of 5 timed benchmark(s) INCONCLUSIVE*; to judge them, the baseline's newest run was recorded "
+            f"on a modified checkout of {sha[:12]}, *"
+        )
         result.stdout.fnmatch_lines([said])
         result.stdout.no_fnmatch_line("*measure them beside the baseline's commit*")
         pytest.LineMatcher(summary.read_text().splitlines()).fnmatch_lines(["- " + said])  # the CI summary too
@@ -315,17 +318,22 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(
     path = "test_kernels.py" if recorded_on == "run from a subdirectory" else "sub/test_kernels.py"
     result.stdout.fnmatch_lines(
         [
-            f"3 INCONCLUSIVE: measure them beside the baseline's commit in one job, which cancels the "
-            f"machine's drift: `pytest --bench-ab={sha[:12]} --bench-threshold=6 --bench-max-time=0.15 "
+            "3 of 5 timed benchmark(s) INCONCLUSIVE, *; to judge them, measure them beside the baseline's commit "
+            f"in one job, which cancels the machine's drift: `pytest --bench-ab={sha[:12]} --bench-threshold=6 "
+            "--bench-max-time=0.15 "
             f"--bench-warmup=0.02 --bench-min-rounds=8 '{path}::test_work[[]a[]]' '{path}::test_work[[]b[]]' "
             f"'{path}::test_work[[]c[]]'`"
             + (f" (this clone lacks that commit*git fetch origin {sha}* first)" if "lacks" in recorded_on else "")
+            + "; --bench-unresolved=fail fails them"
         ]
     )
+    assert result.stdout.str().count("INCONCLUSIVE, not judged") == 1  # one line says it, under the table
+    result.stdout.no_fnmatch_line("inconclusive *")  # (each test's warning gives its own hint)
     # the CI summary a pull request shows says it too
     pytest.LineMatcher(summary.read_text().splitlines()).fnmatch_lines(
         [
-            f"- 3 INCONCLUSIVE: measure them beside the baseline's commit in one job, *: "
+            "- 3 of 5 timed benchmark(s) INCONCLUSIVE, *; to judge them, measure them beside the baseline's "
+            "commit in one job, *: "
             f"`pytest --bench-ab={sha[:12]} *`*"
         ]
     )
@@ -334,8 +342,8 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(
         cli.main(["compare", "main", str(saved), "--dir", str(pytester.path / "baselines")])
         pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(
             [
-                f"3 INCONCLUSIVE: measure them beside *: `pytest --bench-ab={sha[:12]} "
-                f"'{path}::test_work[[]a[]]' '{path}::test_work[[]b[]]' *`"
+                f"3 of 5 timed benchmark(s) INCONCLUSIVE, *measure them beside *: `pytest --bench-ab={sha[:12]} "
+                f"'{path}::test_work[[]a[]]' '{path}::test_work[[]b[]]' *`*"
             ]
         )
         # files copied elsewhere: no project to name the tests in, so no command rather than a wrong one
