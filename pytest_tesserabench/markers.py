@@ -18,7 +18,8 @@ MARKERS = (
     "the cartesian product of the axes, or explicit points",
     "bench_precision(*policies): parametrize the argument `precision` with Precision policies, "
     "grammar <storage>[@accum(<accum>)], e.g. 'bf16', 'fp8_e4m3@accum(fp32)'",
-    "bench(group=, max_time=, min_rounds=, warmup=, target_ci=, threshold=, timer=): per-test measurement overrides",
+    "bench(group=, max_time=, min_rounds=, warmup=, timeout=, target_ci=, threshold=, timer=): "
+    "per-test measurement overrides",
     "bench_mesh(*dims) or bench_mesh(**sizes): parametrize the `mesh` argument with device meshes: every "
     "layout of the world over the named dimensions, or one shape (-1: the rest)",
 )

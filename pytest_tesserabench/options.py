@@ -47,6 +47,11 @@ def parse_seconds(text: Any) -> float:
     return _bounded_float(text, 0.0, MAX_TIME_S, allow_low=False, unit=" seconds")
 
 
+def parse_timeout(text: Any) -> float:
+    """The time limit of one bench() call in seconds: [0, 86400], 0 for none."""
+    return _bounded_float(text, 0.0, 86400.0, allow_low=True, unit=" seconds (0: no limit)")
+
+
 def parse_warmup(text: Any) -> float:
     """A warm-up time in seconds: [0, 60]."""
     return _bounded_float(text, 0.0, MAX_WARMUP_S, allow_low=True, unit=" seconds")
@@ -328,6 +333,13 @@ OPTIONS: tuple[Option, ...] = (
     _option("bench_min_rounds", "fewest rounds per benchmark (default 5)", parse_count, "N"),
     _option("bench_warmup", "warm-up time per benchmark in seconds (default 0.1)", parse_warmup, "S"),
     _option(
+        "bench_timeout",
+        "fail a bench() call that has not returned after S seconds, first call and measurement together "
+        "(default 600; 0: no limit): a hang would hold the machine-wide measurement lock",
+        parse_timeout,
+        "S",
+    ),
+    _option(
         "bench_threads",
         "size the torch, OpenMP and BLAS thread pools to N for the benchmarks (default: as the libraries "
         "choose; on a small shared machine 1 keeps a benchmark's threads from waiting for each other)",
@@ -487,6 +499,7 @@ class Settings:
     max_time: float = 1.0
     min_rounds: int = 5
     warmup: float = 0.1
+    timeout: float = 600.0  # --bench-timeout: seconds a bench() call may take (0: no limit)
     threads: int | None = None  # --bench-threads: the library pools' size; None leaves them as they are
     target_ci: float = 0.01
     timer: str = "auto"
@@ -545,6 +558,7 @@ _FIELD = {
     "bench_max_time": "max_time",
     "bench_min_rounds": "min_rounds",
     "bench_warmup": "warmup",
+    "bench_timeout": "timeout",
     "bench_threads": "threads",
     "bench_target_ci": "target_ci",
     "bench_timer": "timer",
@@ -677,6 +691,7 @@ MARKER_KEYS: dict[str, Callable[[Any], Any]] = {
     "max_time": parse_seconds,
     "min_rounds": parse_count,
     "warmup": parse_warmup,
+    "timeout": parse_timeout,
     "target_ci": parse_target_ci,
     "threshold": parse_percent,
     "timer": lambda v: _timer(str(v)),

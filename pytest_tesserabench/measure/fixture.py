@@ -17,6 +17,7 @@ import pytest
 
 from pytest_tesserabench.measure.instruments import Instruments
 from pytest_tesserabench.measure.precision import Precision
+from pytest_tesserabench.measure.time_limit import time_limit
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.record.results import GPU_TIMERS, BenchRecord, Sampling, Stats
 
@@ -89,7 +90,9 @@ class Bench:
             except TypeError as exc:
                 _typo_hint(exc, kwargs)
                 raise
-        return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
+        label = getattr(fn, "__qualname__", None) or repr(fn)
+        with time_limit(self._settings.timeout, f"bench({label}{'' if name is None else f', name={name!r}'})"):
+            return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
 
     def json_problem(self) -> str | None:
         """What makes ``extra_info`` unsavable (with or without --bench), or None."""

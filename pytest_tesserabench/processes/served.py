@@ -69,6 +69,7 @@ def measurement_args(settings) -> list[str]:
         f"--bench-max-time={settings.max_time}",
         f"--bench-min-rounds={settings.min_rounds}",
         f"--bench-warmup={settings.warmup}",
+        f"--bench-timeout={settings.timeout}",
         f"--bench-timer={settings.timer}",
         f"--bench-interpret={settings.interpret}",
     ]

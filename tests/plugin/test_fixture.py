@@ -172,6 +172,69 @@ def test_bad_marker_argument_fails_with_its_name(pytester, fast):
     result.stdout.fnmatch_lines(["*@pytest.mark.bench on *test_a: unknown argument(s) max_tim*"])
 
 
+def test_a_call_that_never_returns_fails_its_test_and_the_run_goes_on(pytester, fast, tmp_path):
+    """--bench-timeout: a hang in the first call or in the measurement fails that test, naming the
+    call; the other tests are measured; @pytest.mark.bench(timeout=0) lifts the limit for one
+    test. (A subprocess: the limit is a SIGALRM timer, which needs the main thread.)"""
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        import time
+        import pytest
+        import scipy.stats  # (the first measurement's imports, out of the limited window on a loaded machine)
+        import pytest_tesserabench.record.stats
+        calls = []
+        def hangs_later():
+            calls.append(1)
+            if len(calls) > 3:
+                time.sleep(3600)
+        def test_hangs_in_measurement(bench):
+            bench(hangs_later)
+        def test_hangs_at_once(bench):
+            bench(time.sleep, 3600, name="sleepy")
+        def test_fine(bench):
+            bench(sum, [1, 2, 3])
+        @pytest.mark.bench(timeout=0)
+        def test_no_limit(bench):
+            bench(time.sleep, 0.002)
+    """)
+    result = pytester.runpytest_subprocess(
+        "--bench", "--bench-timeout=2", f"--bench-json={out}", "-p", "no:randomly", *fast, timeout=300
+    )
+    result.assert_outcomes(passed=2, failed=2)
+    result.stdout.fnmatch_lines(
+        [
+            "*bench(hangs_later) did not return within 2 s (--bench-timeout): the test fails here and the rest*",
+            "*bench(sleep, name='sleepy') did not return within 2 s (--bench-timeout)*",
+        ]
+    )
+    measured = json.loads(out.read_text())["benchmarks"]
+    assert sorted(i.split("::")[1] for i in measured) == ["test_fine", "test_no_limit"]
+
+
+def test_the_time_limit_leaves_an_earlier_timer_to_fire_and_rearms_a_later_one():
+    """pytest-timeout's signal method arms the same timer: the earlier of the two speaks."""
+    import signal
+
+    from pytest_tesserabench.measure.time_limit import time_limit
+
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *_: fired.append(1))
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1000)  # a later timer: ours replaces it, then it is back
+        with time_limit(5, "bench(f)"):
+            assert 4 < signal.getitimer(signal.ITIMER_REAL)[0] <= 5
+        assert 990 < signal.getitimer(signal.ITIMER_REAL)[0] <= 1000
+        signal.setitimer(signal.ITIMER_REAL, 2)  # an earlier one: left as it is
+        with time_limit(5, "bench(f)"):
+            assert signal.getitimer(signal.ITIMER_REAL)[0] <= 2
+        with time_limit(0, "bench(f)"):  # no limit: nothing armed
+            assert signal.getitimer(signal.ITIMER_REAL)[0] <= 2
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert fired == []
+
+
 def test_require_is_a_noop_on_cpu_timers_but_recorded(pytester, fast, tmp_path):
     out = tmp_path / "run.json"
     pytester.makepyfile("""

@@ -1,0 +1,57 @@
+"""The time limit of one ``bench()`` call (``--bench-timeout``): a call that never returns fails
+its test, naming the call, and the rest of the run is measured.
+
+Why a limit of our own when pytest-timeout exists: a measured call holds the machine-wide
+measurement lock, so a hang stops every other ``pytest --bench`` on the machine, of any project,
+not only this run; and many projects do not install pytest-timeout. The limit is a SIGALRM timer,
+as pytest-timeout's signal method: the exception is raised where the call is, so the lock and
+every ``with`` block around it are released on the way out. It raises pytest's ``Failed`` (a
+BaseException), which a benchmark's own ``except Exception`` does not swallow.
+
+Where SIGALRM cannot be used (not the main thread, no SIGALRM on the platform) there is no limit.
+A timer already armed (pytest-timeout's) that would fire first is left to fire; one that would
+fire later is re-armed afterwards with what is left of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import time
+
+import pytest
+
+
+@contextlib.contextmanager
+def time_limit(seconds: float, what: str):
+    """Fail the test when the block has run ``seconds`` (0: no limit); ``what``: the call, for
+    the message."""
+    if not seconds or not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    earlier_delay, earlier_interval = signal.getitimer(signal.ITIMER_REAL)
+    if earlier_delay and earlier_delay <= seconds:
+        yield  # an earlier timer (pytest-timeout's) fires first: it speaks for the test
+        return
+
+    def expired(signum, frame):
+        __tracebackhide__ = True
+        pytest.fail(
+            f"{what} did not return within {seconds:g} s (--bench-timeout): the test fails here and the rest of "
+            "the run goes on; if the call is this slow by design, raise the limit (--bench-timeout=SECONDS, 0 for "
+            "none)",
+            pytrace=True,
+        )
+
+    start = time.monotonic()
+    earlier_handler = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, earlier_handler)
+        if earlier_delay:  # what is left of the earlier timer (at least a moment: 0 would disarm it)
+            left = max(earlier_delay - (time.monotonic() - start), 1e-3)
+            signal.setitimer(signal.ITIMER_REAL, left, earlier_interval)
