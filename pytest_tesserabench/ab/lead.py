@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+import pytest
+
 from pytest_tesserabench.ab import worktree
 from pytest_tesserabench.ab.interleave import interleave, measuring_cpu
 from pytest_tesserabench.gate import paired
@@ -217,17 +219,20 @@ class ABLead:
         alpha = self.settings.alpha / max(self.selected, 1)
         count = len(self.candidates)
         cpu = measuring_cpu()
-        plans = [process.warm_up(cpu) for process in self._all()]  # one at a time
-        candidate = sampling.start_measurement(timer, plans[0])  # the first candidate's plan
-        result = interleave(
-            list(zip(self.candidates, self.references, strict=True)),
-            candidate,
-            functools.partial(_decide, threshold=threshold, alpha=alpha, process_pairs=count),
-            max_time=budget.max_time,
-            settle_time=self.settings.settle_time,
-            min_pairs=paired.PROCESS_LOOKS[0] * count if count > 1 else paired.PAIRED_LOOKS[0],
-            cpu=cpu,
-        )
+        try:
+            plans = [process.warm_up(cpu) for process in self._all()]  # one at a time
+            candidate = sampling.start_measurement(timer, plans[0])  # the first candidate's plan
+            result = interleave(
+                list(zip(self.candidates, self.references, strict=True)),
+                candidate,
+                functools.partial(_decide, threshold=threshold, alpha=alpha, process_pairs=count),
+                max_time=budget.max_time,
+                settle_time=self.settings.settle_time,
+                min_pairs=paired.PROCESS_LOOKS[0] * count if count > 1 else paired.PAIRED_LOOKS[0],
+                cpu=cpu,
+            )
+        except ProcessError as exc:  # the message says it all: the plugin's frames would only hide it
+            pytest.fail(str(exc), pytrace=False)
         for process in self._all():
             process.done()
         decision = result.decision

@@ -21,6 +21,10 @@ from pytest_tesserabench.measure.time_limit import time_limit
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.record.results import GPU_TIMERS, BenchRecord, Sampling, Stats
 
+# With --bench-ab, the lead's time limit runs this much longer than its served processes' (which
+# started the same call a moment before it): a call that hangs on one side is reported by that side.
+SERVED_SPEAK_FIRST_S = 30.0
+
 
 class BenchUsageError(TypeError):
     """A bench() call written wrongly; the message says how to write it."""
@@ -91,7 +95,10 @@ class Bench:
                 _typo_hint(exc, kwargs)
                 raise
         label = getattr(fn, "__qualname__", None) or repr(fn)
-        with time_limit(self._settings.timeout, f"bench({label}{'' if name is None else f', name={name!r}'})"):
+        limit = self._settings.timeout
+        if limit and self._settings.ab:  # the served processes' own limits fire first: they name the side that hung
+            limit += SERVED_SPEAK_FIRST_S
+        with time_limit(limit, f"bench({label}{'' if name is None else f', name={name!r}'})"):
             return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
 
     def json_problem(self) -> str | None:

@@ -107,6 +107,7 @@ class ServedProcess:
         self.connection = None
         self._listener = None
         self._asked_to_quit = False  # told to end its session: worth waiting for
+        self._ended: TestDone | None = None  # how its test ended while a measurement waited for it
         self.nodeids: set[str] = set()
         self.benchmarks: list[str] = []
         self._folder = Path(tempfile.mkdtemp(prefix="tesserabench-ab-"))
@@ -250,6 +251,7 @@ class ServedProcess:
         """Start the same test in this process; False when its tree has no such test."""
         if nodeid not in self.nodeids:
             return False
+        self._ended = None
         self._send({"op": "run", "nodeid": nodeid})
         return True
 
@@ -263,12 +265,25 @@ class ServedProcess:
         """Warm up the reached call on ``cpu`` (one process at a time: warm-up calibrates the round
         length, which processes warming up together on one device would get wrong)."""
         self._send({"op": "warm", "cpu": cpu})
-        return Plan(**self._receive(TEST_TIMEOUT_S)["plan"])
+        return Plan(**self._measuring_answer(TEST_TIMEOUT_S)["plan"])
 
     def block(self, rounds: int, cpu: int | None = None) -> Block:
         self._send({"op": "block", "rounds": rounds, "cpu": cpu})
-        answer = self._receive(BLOCK_TIMEOUT_S)
+        answer = self._measuring_answer(BLOCK_TIMEOUT_S)
         return Block(list(answer["rounds_ms"]), list(answer["samples_ms"]), float(answer.get("run_queue_wait_s", 0.0)))
+
+    def _measuring_answer(self, timeout: float) -> dict:
+        """The answer to a warm-up or a block; ProcessError when the served test ended instead (the
+        call raised, or ran past --bench-timeout there): kept for end_test, which must not wait
+        for a test that is over."""
+        message = self._receive(timeout)
+        if message.get("op") == "test_done":
+            self._ended = TestDone(**{k: v for k, v in message.items() if k != "op"})
+            raise ProcessError(
+                f"{self.option}: the test {self._ended.outcome} in {self.where} while measured there: "
+                f"{self._ended.error}"
+            )
+        return message
 
     def done(self) -> None:
         """This bench() call is measured: the served test goes on."""
@@ -281,6 +296,8 @@ class ServedProcess:
     def end_test(self) -> TestDone:
         """The lead's test is over: the served test finishes, unmeasured from here (a call waiting
         returns on "end"; later calls see the test ended and do not ask)."""
+        if self._ended is not None:
+            return self._ended
         self._send({"op": "end"})
         while True:
             message = self.next_call()

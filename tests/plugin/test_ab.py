@@ -223,6 +223,31 @@ def pytest_sessionfinish(session):
     assert (repo.path / "ended.txt").read_text().split() == [str(os.getpid())]  # (runpytest: in-process)
 
 
+def test_a_reference_side_that_never_returns_fails_only_its_test(repo):
+    """--bench-timeout in the served processes: the side that hangs says so, the lead's test
+    fails, and the other tests are measured on both sides."""
+    path = repo.path / "test_w.py"
+    path.write_text(
+        path.read_text().replace(
+            "    def kernel():\n",
+            "    calls = []\n    def kernel():\n        calls.append(1)\n"
+            "        if name == 'b' and len(calls) > 3:\n            time.sleep(3600)\n",
+        )
+    )
+    commit(repo.path, "b hangs at the reference")
+    git(repo.path, "checkout", "-q", "HEAD~1", "--", "test_w.py")  # the working tree's b returns
+    result = repo.runpytest("--bench-ab=main", "--bench-timeout=2", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "FAILED test_w.py::test_work[[]b[]] - Failed: --bench-ab: the test failed in the reference side "
+            "(main at *) while measured there: *bench(kernel_for.<locals>.kernel) did not return within 2 s "
+            "(--bench-timeout)*"
+        ]
+    )
+    assert worktrees(repo) == []
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
