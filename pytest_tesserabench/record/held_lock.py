@@ -91,13 +91,18 @@ def read_note(lock_file: str | Path) -> dict | None:
 
 
 def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` names a running process (a zombie, dead but not yet reaped, is not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # another user's live process
-        return True
-    return True
+        pass
+    try:
+        # "pid (comm) S ...": the state follows the command's closing parenthesis.
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return True  # no /proc (not Linux): kill's answer stands
 
 
 def _kernel_holders(lock_file: str | Path) -> list[int]:
