@@ -1,4 +1,5 @@
-"""The ``tesserabench`` command: compare runs, report them as HTML, show baselines, inspect and tune kernels.
+"""The ``tesserabench`` command: compare runs, report them as HTML, show baselines, save a run file
+into a baseline, inspect and tune kernels.
 
 Exit status (for CI scripts): 0 fine, 1 a benchmark regressed, 2 usage or file error.
 """
@@ -14,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_tesserabench.options import parse_fraction, parse_name, parse_percent
+from pytest_tesserabench.options import parse_count, parse_fraction, parse_lock_timeout, parse_name, parse_percent
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -35,6 +36,8 @@ def _argparse_type(parse, what: str):
 _percent = _argparse_type(parse_percent, "threshold")
 _alpha = _argparse_type(parse_fraction, "alpha")
 _name = _argparse_type(parse_name, "baseline name")
+_history = _argparse_type(parse_count, "history")
+_lock_timeout = _argparse_type(parse_lock_timeout, "lock timeout")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Compare runs, report them as HTML, show baselines, inspect and tune kernels.",
         epilog=__doc__.split("\n\n")[1],  # the exit statuses
     )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="{compare,report,show,scaling,inspect,tune}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, metavar="{compare,report,show,save,scaling,inspect,tune}"
+    )
 
     from pytest_tesserabench.report.commands import BASELINES_HELP, add_gate_arguments
 
@@ -89,6 +94,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--threshold", type=_percent, default=0.05, metavar="PCT", help="the threshold to hold them to (default 5)"
     )
     show.add_argument("--alpha", type=_alpha, default=0.01, help="suite-wide false-alarm rate (default 0.01)")
+
+    save = sub.add_parser(
+        "save",
+        help="append a run file (--bench-json, or the run a locked --bench-save kept) to baseline NAME",
+        description="Append the passing benchmarks of RUNFILE, a --bench-json result, to baseline NAME for the "
+        "machine that measured it, as --bench-save would have. A --bench-save that found the baseline locked past "
+        "--bench-lock-timeout keeps its run in such a file and prints this command. Exit 0 when saved, 2 on a "
+        "usage or file error (the baseline still locked among them).",
+    )
+    save.add_argument("name", type=_name, help="the baseline name, as given to --bench-save")
+    save.add_argument("run_file", type=Path, metavar="RUNFILE", help="a --bench-json result file")
+    save.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
+    save.add_argument(
+        "--history",
+        type=_history,
+        default=10,
+        metavar="N",
+        help="runs kept per benchmark (ini bench_history; default 10)",
+    )
+    save.add_argument(
+        "--lock-timeout",
+        type=_lock_timeout,
+        default=600.0,
+        metavar="S",
+        help="seconds to wait for the baseline's lock while another process holds it (default 600)",
+    )
 
     scaling = sub.add_parser(
         "scaling",
@@ -279,6 +310,54 @@ def _inspect(rest: list[str], out, err) -> int:
     return EXIT_OK if status is None else int(status)
 
 
+def _save(args: argparse.Namespace, out, err) -> int:
+    import dataclasses
+
+    from pytest_tesserabench.history.baseline import save_run
+    from pytest_tesserabench.machine.device import machine_key
+
+    runs = load(args.run_file)
+    if len(runs) != 1:
+        print(
+            f"tesserabench: error: {args.run_file} is a baseline of {len(runs)} runs; give one run, a --bench-json "
+            "result file",
+            file=err,
+        )
+        return EXIT_USAGE
+    run = runs[0]
+    passed = {i: r for i, r in run.benchmarks.items() if r.outcome == "passed"}
+    if not passed:
+        print(f"tesserabench: error: {args.run_file} holds no passing benchmark; nothing to save", file=err)
+        return EXIT_USAGE
+    try:
+        key = machine_key(run.machine)
+    except ValueError:
+        print(
+            f"tesserabench: error: {args.run_file} does not say which machine measured it ('machine' needs "
+            "'device' and 'arch'); save a run file the plugin wrote",
+            file=err,
+        )
+        return EXIT_USAGE
+    # A failed test's records never enter a baseline (as with --bench-save).
+    run = dataclasses.replace(run, benchmarks=passed, measured_order=[i for i in run.measured_order if i in passed])
+    path = save_run(
+        args.dir,
+        args.name,
+        key,
+        run,
+        history=args.history,
+        lock_timeout=args.lock_timeout,
+        say=lambda line: print(line, file=err, flush=True),
+        lock_option="--lock-timeout",
+    )
+    left_out = len(runs[0].benchmarks) - len(passed)
+    note = f" ({left_out} from failed tests left out)" if left_out else ""
+    print(
+        f"tesserabench: saved {len(passed)} benchmark(s) to {path}{note}; {args.run_file} may now be removed", file=out
+    )
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pytest_tesserabench.history.baseline import BaselineError
     from pytest_tesserabench.report.commands import CommandError, compare_command, report_command
@@ -312,6 +391,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report_command(args, out, err)
         if args.command == "show":
             return _show(args, out, err)
+        if args.command == "save":
+            return _save(args, out, err)
         if args.command == "scaling":
             return _scaling(args, out, err)
         return _inspect([], out, err)

@@ -57,6 +57,14 @@ def parse_warmup(text: Any) -> float:
     return _bounded_float(text, 0.0, MAX_WARMUP_S, allow_low=True, unit=" seconds")
 
 
+MAX_LOCK_TIMEOUT_S = 86400.0
+
+
+def parse_lock_timeout(text: Any) -> float:
+    """How long to wait for a lock another process holds, in seconds: (0, 86400]."""
+    return _bounded_float(text, 0.0, MAX_LOCK_TIMEOUT_S, allow_low=False, unit=" seconds")
+
+
 def parse_count(text: Any) -> int:
     try:
         value = int(str(text).strip())
@@ -469,6 +477,13 @@ OPTIONS: tuple[Option, ...] = (
         "MODE",
     ),
     _option("bench_trace", "GPU only: write a Chrome trace per benchmark here", _path, "DIR"),
+    _option(
+        "bench_lock_timeout",
+        "seconds to wait for the machine's measurement lock or a baseline's lock while another process "
+        "holds it, before giving up with an error that names the holder (default 600)",
+        parse_lock_timeout,
+        "S",
+    ),
 )
 # Internal: the reference side of --bench-ab (a pytest the plugin starts in REF's worktree).
 AB_SERVE = Option(
@@ -512,6 +527,7 @@ class Settings:
     dist_timeout: float = 300.0
     gpu_per_worker: str = "auto"
     trace_dir: Path | None = None
+    lock_timeout: float = 600.0  # --bench-lock-timeout: the longest wait for a lock another process holds
     ab: str | None = None
     ab_processes: int = 8
     settle_time: float = 2.0
@@ -571,6 +587,7 @@ _FIELD = {
     "bench_dist_timeout": "dist_timeout",
     "bench_gpu_per_worker": "gpu_per_worker",
     "bench_trace": "trace_dir",
+    "bench_lock_timeout": "lock_timeout",
     "bench_ab": "ab",
     "bench_ab_processes": "ab_processes",
     "bench_settle_time": "settle_time",

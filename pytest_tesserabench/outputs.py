@@ -17,7 +17,7 @@ GITHUB_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 def write_outputs(state, reporter, *, interrupted: bool) -> bool:
     """Write what the settings ask for; True when something could not be written."""
-    from pytest_tesserabench.history.baseline import BaselineError
+    from pytest_tesserabench.history.baseline import BaselineError, BaselineLocked
     from pytest_tesserabench.record.units import format_ms
 
     settings = state.settings
@@ -49,6 +49,8 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             return failed
         try:
             path, saved, outlying = state.save_baseline()
+        except BaselineLocked as exc:  # the run is kept in a file; the message says how to save it
+            error(f"--bench-save={settings.save}: not saved yet: {exc}")
         except (BaselineError, OSError) as exc:
             error(f"--bench-save={settings.save}: nothing saved: {exc}")
         else:

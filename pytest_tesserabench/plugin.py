@@ -10,12 +10,15 @@ triton): ``pytest`` without ``--bench`` must cost next to nothing.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 from pytest_tesserabench import markers, options
+from pytest_tesserabench.record.held_lock import LockWaitTimeout
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
@@ -89,6 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
         gpu=getattr(config, "workerinput", {}).get(WORKERINPUT_GPU),  # an xdist worker given its own GPU
     )
     config.stash[SESSION_KEY] = state
+    state.instruments.say = _terminal_line(config)
     _choose_measurer(config, state, cache_dir)
     from pytest_tesserabench.distributed import launch
 
@@ -114,6 +118,24 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
         interpret.restore(switch)
         del config.stash[INTERPRET_KEY]
+
+
+def _terminal_line(config: pytest.Config):
+    """A line for the user while a test runs: pytest captures the test's output, so the capture
+    is suspended for it and it goes through the terminal reporter, on a line of its own."""
+
+    def say(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        if reporter is None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            if reporter.config.get_terminal_writer().width_of_current_line:
+                reporter.write_line("")
+            reporter.write_line(line, yellow=True)
+
+    return say
 
 
 def _fallback_cache_dir(rootdir: Path) -> Path:
@@ -411,7 +433,10 @@ class SessionHooks:
             return
         # Workers time it too when comparing: the run-effect model reads this run's canary.
         if state.settings.enabled and (not state.is_worker or state.comparison is not None):
-            state.context.time_canary(state.instruments.device_lock)
+            try:
+                state.context.time_canary(state.instruments.device_lock)
+            except LockWaitTimeout as exc:
+                pytest.exit(f"tesserabench: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
@@ -705,6 +730,9 @@ class SessionHooks:
             setattr(report, REPORT_ATTR, [record.to_json(samples=True) for record in records])
         if call.when == "call" and item.stash.get(MISSING_KEY, None):
             setattr(report, MISSING_ATTR, item.stash[MISSING_KEY])
+        if call.excinfo is not None and call.excinfo.errisinstance(LockWaitTimeout):
+            # The holder will still hold the lock for the next test: each would wait as long again.
+            item.session.shouldstop = f"tesserabench: {call.excinfo.value}"
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -742,7 +770,10 @@ class SessionHooks:
         from pytest_tesserabench.outputs import write_outputs
 
         if state.records:
-            state.context.time_canary(state.instruments.device_lock)
+            try:
+                state.context.time_canary(state.instruments.device_lock)
+            except LockWaitTimeout as exc:  # the run's measurements are kept; only the closing canary is missing
+                state.instruments.say(f"tesserabench: no closing canary: {exc}")
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         state.suite = state.suite_shift()  # (before the reports, which say it too)
         failed = write_outputs(state, reporter, interrupted=exitstatus == pytest.ExitCode.INTERRUPTED)

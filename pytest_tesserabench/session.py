@@ -163,7 +163,26 @@ class BenchSession:
             return path, 0, []
         run = self.document(passed)
         earlier = baseline.load_runs(path) if path.is_file() else []
-        path = baseline.save_run(self.settings.bench_dir, self.settings.save, key, run, history=self.settings.history)
+        settings = self.settings
+        try:
+            path = baseline.save_run(
+                settings.bench_dir,
+                settings.save,
+                key,
+                run,
+                history=settings.history,
+                lock_timeout=settings.lock_timeout,
+                say=self.instruments.say,
+            )
+        except baseline.BaselineLocked as exc:
+            from pytest_tesserabench.history import unsaved
+
+            kept = unsaved.keep(run, settings.save, self.instruments.cache_dir)
+            command = unsaved.save_command(settings.save, kept, settings.bench_dir, settings.history)
+            raise baseline.BaselineLocked(
+                f"{exc}. The run's {len(passed)} benchmark(s) are kept in {kept}; save them once the lock is free: "
+                f"{command}"
+            ) from None
         return path, len(passed), baseline.outlying(run, earlier)
 
     def lacks_process_draws(self, bench_id: str) -> bool:

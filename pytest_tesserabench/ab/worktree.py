@@ -1,8 +1,15 @@
-"""REF, checked out into a git worktree under the pytest cache, and removed again."""
+"""REF, checked out into a git worktree under the pytest cache, and removed again.
+
+Each worktree has an owner file beside it (``ab-<sha>.owner``: the pid of the session that checked
+it out), so that a run removes only the worktrees of sessions that are no longer running: a
+session killed before it could clean up leaves its worktree behind, and another A/B session of
+the same project may be using its own at this moment.
+"""
 
 from __future__ import annotations
 
 import fnmatch
+import os
 import shutil
 import subprocess
 from collections.abc import Sequence
@@ -10,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_tesserabench.processes.served import ProcessError
+from pytest_tesserabench.record.held_lock import pid_alive
 
 
 class ABError(ProcessError):
@@ -107,6 +115,8 @@ def checkout(rootdir: Path, ref: str, cache_dir: Path, results: Path | None = No
             added = _git(repo, "worktree", "add", "--detach", "--force", str(path), sha, timeout=600)
             if added.returncode != 0:
                 raise ABError(f"--bench-ab={ref}: could not check {sha[:10]} out: {added.stderr.strip()}")
+        if not _owned_by_live_session(path):  # xdist workers reuse their controller's: it stays the owner
+            _owner_file(path).write_text(str(os.getpid()))
     return Reference(ref=ref, sha=sha, path=path, repo=repo, dirty=dirty)
 
 
@@ -130,18 +140,32 @@ def deleted_test_files(
     return sorted(found)
 
 
+def _owner_file(path: Path) -> Path:
+    return path.with_name(path.name + ".owner")
+
+
+def _owned_by_live_session(path: Path) -> bool:
+    try:
+        return pid_alive(int(_owner_file(path).read_text().strip()))
+    except (OSError, ValueError):
+        return False  # no owner (a session killed before it wrote one, or an older tesserabench)
+
+
 def _remove(repo: Path, path: Path) -> None:
     if path.exists():
         _git(repo, "worktree", "remove", "--force", str(path))
         shutil.rmtree(path, ignore_errors=True)
+    _owner_file(path).unlink(missing_ok=True)
     _git(repo, "worktree", "prune")
 
 
 def remove_stale(repo: Path, cache_dir: Path, keep: Path | None = None) -> None:
-    """Worktrees an earlier run left behind (killed before it could clean up)."""
+    """Worktrees an earlier run left behind (killed before it could clean up); those of sessions
+    still running stay. git forgets the removed ones (and any whose folder is gone)."""
     for stale in cache_dir.glob("ab-*"):
-        if stale.is_dir() and stale != keep:
+        if stale.is_dir() and stale != keep and not _owned_by_live_session(stale):
             _remove(repo, stale)
+    _git(repo, "worktree", "prune")
 
 
 def remove(reference: Reference) -> None:

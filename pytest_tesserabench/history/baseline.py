@@ -11,20 +11,26 @@ error naming it, and is never overwritten.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_tesserabench.options import parse_name
-from pytest_tesserabench.record import files
+from pytest_tesserabench.record import files, held_lock
 from pytest_tesserabench.record.results import SCHEMA, DocumentError, RunDocument, fresh_runs
 
 DEFAULT_HISTORY = 10
-LOCK_TIMEOUT_S = 60
+LOCK_TIMEOUT_S = 600.0  # --bench-lock-timeout's default
 
 
 class BaselineError(Exception):
     """A baseline name, file or run that cannot be used; the message names the culprit and the fix."""
+
+
+class BaselineLocked(BaselineError):
+    """Another process held the baseline's lock past the allowed wait; nothing was written, and
+    the run is still whole to be saved later."""
 
 
 def validate_name(name: str, *, what: str = "baseline name") -> str:
@@ -121,11 +127,21 @@ def load_baseline(path: Path, *, machine_key: str | None) -> Baseline | None:
     return _parse_baseline(path, data, machine_key)
 
 
-def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, history: int = DEFAULT_HISTORY) -> Path:
+def save_run(
+    root: Path,
+    name: str,
+    machine_key: str,
+    run: RunDocument,
+    *,
+    history: int = DEFAULT_HISTORY,
+    lock_timeout: float = LOCK_TIMEOUT_S,
+    say: Callable[[str], None] = print,
+    lock_option: str = "--bench-lock-timeout",
+) -> Path:
     """Append ``run`` (without samples and verdicts) to baseline NAME for this machine, keeping
-    the last ``history`` runs of each benchmark (``kept_runs``)."""
-    from filelock import Timeout
-
+    the last ``history`` runs of each benchmark (``kept_runs``). The baseline's lock is waited for
+    at most ``lock_timeout`` seconds (``say`` names its holder after a few); past it,
+    BaselineLocked, whose message names ``lock_option`` as the way to wait longer."""
     path = baseline_path(root, name, machine_key)
     if not isinstance(history, int) or history < 1:
         raise BaselineError(f"bench_history={history!r} is invalid: it must be a whole number >= 1 (default 10)")
@@ -136,16 +152,17 @@ def save_run(root: Path, name: str, machine_key: str, run: RunDocument, *, histo
         raise BaselineError(f"{path}: the run to save is not plain JSON ({exc}); nothing was written") from exc
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with files.lock_for(path, timeout=LOCK_TIMEOUT_S):
+        lock = files.lock_for(path)
+        held_lock.acquire(lock, timeout=lock_timeout, say=say, what=f"the lock of baseline {path}", option=lock_option)
+        try:
             files.remove_stale_temporaries(path)
             existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
             runs = kept_runs([*(existing.runs if existing else []), entry], history)
             files.write_json(path, Baseline(name, machine_key, runs).to_json())
-    except Timeout:
-        raise BaselineError(
-            f"{path}: another process has held its lock ({files.lock_for(path).lock_file}) for {LOCK_TIMEOUT_S} s; "
-            "nothing was written. If no other pytest is saving, remove the lock file"
-        ) from None
+        finally:
+            held_lock.release(lock)
+    except held_lock.LockWaitTimeout as exc:
+        raise BaselineLocked(f"{exc}. Nothing was written") from None
     except OSError as exc:
         raise BaselineError(f"{path}: cannot be written ({exc.strerror or exc}); nothing was written") from None
     return path

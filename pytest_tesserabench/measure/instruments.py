@@ -19,6 +19,7 @@ from typing import Any
 from pytest_tesserabench.machine.ranks import SOLO
 from pytest_tesserabench.machine.worker_gpus import lock_name
 from pytest_tesserabench.options import Settings
+from pytest_tesserabench.record import held_lock
 from pytest_tesserabench.record.results import GPU_TIMERS
 
 # One lock for the whole machine: a CPU benchmark on one worker disturbs a GPU one on another
@@ -47,6 +48,9 @@ class Instruments:
         self._roof: Any = None  # what is physically possible (table or declared, never measured)
         # The reference side of --bench-ab measures while the candidate holds the lock for both.
         self.lock_free = settings.ab_serve is not None
+        # Where a line for the user goes while a test runs (pytest captures its output); the
+        # session points it at the terminal.
+        self.say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True)
 
     # -- the lock ------------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -58,7 +62,7 @@ class Instruments:
 
         try:
             lock = FileLock(str(self._lock_path), mode=0o666)
-            lock.acquire()
+            self._acquire(lock)
         except PermissionError:
             # Another user's lock file that this user may not open: fall back to a per-user lock
             # rather than fail every benchmark.
@@ -71,11 +75,22 @@ class Instruments:
                 stacklevel=3,
             )
             lock = FileLock(str(self._lock_path), mode=0o666)
-            lock.acquire()
+            self._acquire(lock)
         try:
             yield
         finally:
-            lock.release()
+            held_lock.release(lock)
+
+    def _acquire(self, lock) -> None:
+        # A hung benchmark elsewhere must not make this run wait forever in silence: the wait is
+        # bounded and names the holder (record/held_lock.py).
+        held_lock.acquire(
+            lock,
+            timeout=self.settings.lock_timeout,
+            say=self.say,
+            what="the measurement lock",
+            option="--bench-lock-timeout",
+        )
 
     @contextlib.contextmanager
     def measurement_lock(self):

@@ -8,6 +8,9 @@ started them.
 * ``fresh``: a run's fresh processes (``ProcessPool``), which measure a save's benchmarks again
   (``--bench-save-processes``) and an undecided or failing one in history mode
   (``--bench-confirm``), each as a run of its own for the gate.
+* ``lead_bound``: such a process ends when the session that started it dies, even inside a test.
+* ``leftovers``: the temp folders of a session killed before it could remove them, removed by the
+  next one.
 
 A/B (``ab/``) serves both of its sides with them. This package imports the record, the sampling
 plan and the gate's ``Processes`` type; nothing of A/B, history or reports.

@@ -19,6 +19,7 @@ import pytest
 
 from pytest_tesserabench.crash import crash_line
 from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.processes.lead_bound import die_with_lead
 from pytest_tesserabench.processes.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
 
 
@@ -49,6 +50,7 @@ class ServeLoop:
     NAME = "tesserabench-ab-serve"
 
     def __init__(self, address: str, bench_key):
+        die_with_lead()  # before collection, which may take long: a killed lead leaves nothing running
         self.address = address
         self.bench_key = bench_key
         self.connection = None

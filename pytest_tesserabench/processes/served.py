@@ -12,7 +12,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -21,6 +20,8 @@ from pathlib import Path
 
 from pytest_tesserabench.machine import threads
 from pytest_tesserabench.measure.sampling import Plan
+from pytest_tesserabench.processes import leftovers
+from pytest_tesserabench.processes.lead_bound import lead_environment
 
 
 class ProcessError(Exception):
@@ -110,7 +111,8 @@ class ServedProcess:
         self._ended: TestDone | None = None  # how its test ended while a measurement waited for it
         self.nodeids: set[str] = set()
         self.benchmarks: list[str] = []
-        self._folder = Path(tempfile.mkdtemp(prefix="tesserabench-ab-"))
+        _sweep_once()
+        self._folder = leftovers.make_folder()
         self.log_path = self._folder / "served.log"
 
     # -- life cycle --------------------------------------------------------------------------------
@@ -122,6 +124,7 @@ class ServedProcess:
         self._listener = Listener(address, family="AF_UNIX", authkey=authkey)
         env = dict(os.environ)
         env[AUTHKEY_ENV] = authkey.hex()
+        env.update(lead_environment())  # it ends when this process does (lead_bound.py)
         if self.cache_dir is not None:
             env[CACHE_ENV] = str(self.cache_dir)
         env[REFERENCE_ONLY_ENV] = os.pathsep.join(self.reference_only_files)
@@ -303,6 +306,17 @@ class ServedProcess:
             message = self.next_call()
             if isinstance(message, TestDone):
                 return message
+
+
+_swept = False
+
+
+def _sweep_once() -> None:
+    """The folders of served processes whose lead was killed, removed once per lead (leftovers.py)."""
+    global _swept
+    if not _swept:
+        _swept = True
+        leftovers.sweep()
 
 
 def close_all(processes) -> None:
