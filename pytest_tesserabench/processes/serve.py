@@ -71,7 +71,8 @@ class ServeLoop:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
-        self.connection = Client(self.address, family="AF_UNIX", authkey=bytes.fromhex(os.environ[AUTHKEY_ENV]))
+        address = "\0" + self.address[1:] if self.address.startswith("@") else self.address  # (served.py)
+        self.connection = Client(address, family="AF_UNIX", authkey=bytes.fromhex(os.environ[AUTHKEY_ENV]))
         error = "; ".join(self.collect_errors[:3]) or None
         benchmarks = [item.nodeid for item in session.items if "bench" in getattr(item, "fixturenames", ())]
         self.connection.send(

@@ -120,7 +120,7 @@ class ServedProcess:
         """The process started (collecting); ``connect`` waits for it. Separate, so that several
         processes collect at once."""
         authkey = os.urandom(16)
-        address = str(self._folder / "socket")
+        address = self._socket_address()
         self._listener = Listener(address, family="AF_UNIX", authkey=authkey)
         env = dict(os.environ)
         env[AUTHKEY_ENV] = authkey.hex()
@@ -142,12 +142,22 @@ class ServedProcess:
         if self.pinned:
             for pool in THREAD_POOLS:
                 env.setdefault(pool, "1")
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--bench", f"--bench-ab-serve={address}"]
+        serve = f"--bench-ab-serve={address.replace(chr(0), '@', 1)}"
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--bench", serve]
         if importlib.util.find_spec("xdist") is not None:
             command += ["-n", "0"]  # one process, whatever addopts say
         command += [*self.pytest_args, *self.test_files, *self.reference_only_files]
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it until it exits
         self.process = subprocess.Popen(command, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def _socket_address(self) -> str:
+        """Where the process calls back. On Linux a name in the abstract namespace: no file to
+        leave behind, and no limit of ~104 bytes on the path, which a long TMPDIR (a CI runner's,
+        pytest's own under xdist) exceeds. The authkey keeps other local processes out. (Its
+        leading NUL travels on the command line as '@', as ss(8) shows such names.)"""
+        if sys.platform.startswith("linux"):
+            return f"\0tesserabench-ab-{os.getpid()}-{secrets.token_hex(8)}"
+        return str(self._folder / "socket")
 
     def connect(self) -> None:
         listener = self._listener

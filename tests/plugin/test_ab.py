@@ -223,6 +223,17 @@ def pytest_sessionfinish(session):
     assert (repo.path / "ended.txt").read_text().split() == [str(os.getpid())]  # (runpytest: in-process)
 
 
+def test_a_long_temp_directory_is_no_obstacle(repo, monkeypatch, tmp_path):
+    """A CI runner's TMPDIR (or pytest's own under xdist) can be longer than a Unix socket's path
+    may be (~104 bytes): the served processes call back through a name, not a file there."""
+    import tempfile
+
+    long = tmp_path / ("t" * 60) / ("m" * 60)
+    long.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(long))
+    repo.runpytest("--bench-ab=main", *ARGS).assert_outcomes(passed=3)
+
+
 def test_a_reference_side_that_never_returns_fails_only_its_test(repo):
     """--bench-timeout in the served processes: the side that hangs says so, the lead's test
     fails, and the other tests are measured on both sides."""
