@@ -127,6 +127,12 @@ def test_bench_json_to_stdout_writes_through(pytester, fast):
             b'[{"benchmarks": {"t": {"timer": "cpu", "rounds_ms": ["x"]}}}]}',
             "*rounds_ms[[]0[]]: is str 'x'*",
         ),
+        (
+            b'{"schema": 1, "machine_key": "KEY", "runs": '
+            b'[{"benchmarks": {"t": {"timer": "cpu", "rounds_ms": [1' + b"0" * 400 + b"]}}}]}",
+            "*rounds_ms[[]0[]]: is 1000*, too large for any number here*",
+        ),
+        (b'{"schema": 1, "machine_key": "a/b", "runs": []}', "*'machine_key' 'a/b' is not a machine key*"),
     ],
 )
 def test_a_bad_baseline_is_one_usage_error_line(pytester, content, message):
