@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -88,6 +89,19 @@ def test_bad_file_exits_two_and_names_it(files, tmp_path, capsys):
     err = capsys.readouterr().err
     # either kind of file is read here: the message does not guess which it was meant to be
     assert str(broken) in err and "the result or baseline file is not valid JSON" in err
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device where every write fails)")
+def test_a_failed_write_is_one_line_naming_the_path(files, capsys):
+    baseline, same, _ = files
+    for option in ("--md", "--csv"):
+        assert main(["compare", str(baseline), str(same), option, "/dev/full"]) == 2
+        assert f"tesserabench: error: {option} /dev/full: cannot write it: No space left on device\n" in (
+            capsys.readouterr().err
+        )
+    pytest.importorskip("matplotlib")
+    assert main(["report", str(same), "-o", "/dev/full"]) == 2
+    assert "error: -o /dev/full: cannot write it: No space left on device" in capsys.readouterr().err
 
 
 def test_show_lists_runs_within_80_columns(files, tmp_path, capsys):
