@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_tesserabench.options import NAME_RE
+from pytest_tesserabench.options import is_name
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
@@ -44,7 +44,7 @@ def _machine_key(run: RunDocument) -> str | None:
 
 def _names_a_file(text: str) -> bool:
     path = Path(text)
-    return path.exists() or path.is_symlink() or path.suffix == ".json" or not NAME_RE.match(text)
+    return path.exists() or path.is_symlink() or path.suffix == ".json" or not is_name(text)
 
 
 def load_source(text: str, bench_dir: Path, machine_key: str | None) -> Source:

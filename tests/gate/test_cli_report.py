@@ -156,6 +156,11 @@ def test_show_missing_and_bad_names(tmp_path, capsys):
     assert main(["show", "main", "--dir", str(tmp_path), "--machine", "other"]) == 2
     assert main(["show", "..", "--dir", str(tmp_path)]) == 2
     assert "baseline name '..' is a path, not a name" in capsys.readouterr().err
+    for name in ("main\n", ".hidden", "-", "main.json", "..main", "a..b"):
+        assert main(["show", name, "--dir", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert "must start with a letter or digit" in err and "such as 'main'" in err  # what a valid name is
+        assert "--bench-save" not in err  # never a suggestion to save under the name refused
 
 
 def test_show_and_compare_find_the_baselines_from_a_subdirectory(files, tmp_path, capsys, monkeypatch):
