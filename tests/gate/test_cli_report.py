@@ -104,6 +104,13 @@ def test_a_failed_write_is_one_line_naming_the_path(files, capsys):
     assert "error: -o /dev/full: cannot write it: No space left on device" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("command", [["show", "main"], ["compare", "a.json", "b.json"], ["scaling", "a.json"]])
+@pytest.mark.parametrize("width", ["-1", "0", "39", "wide", "100000"])
+def test_a_width_no_table_fits_is_refused(command, width, capsys):
+    assert main([*command, f"--width={width}"]) == 2
+    assert f"argument --width: width '{width}' " in capsys.readouterr().err
+
+
 def test_show_lists_runs_within_80_columns(files, tmp_path, capsys):
     assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "80"]) == 0
     out = capsys.readouterr().out
