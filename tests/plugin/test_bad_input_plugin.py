@@ -43,6 +43,23 @@ def test_extra_info_that_is_not_json_fails_its_test_only(pytester, fast, tmp_pat
     assert sorted(saved) == ["test_x.py::test_one", "test_x.py::test_two"]
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_extra_info_replaced_by_a_non_dict_fails_its_test_only(pytester, fast, tmp_path, workers):
+    tests = TESTS.replace('bench.extra_info["when"] = object()  # not JSON', 'bench.extra_info = "oops"')
+    tests += "\ndef test_new_dict(bench):\n    bench(sum, [6])\n    bench.extra_info = {'note': 'late'}\n"
+    pytester.makepyfile(test_x=tests)
+    out = tmp_path / "run.json"
+    result = pytester.runpytest(f"--bench-json={out}", *fast, *workers)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*bench.extra_info = 'oops': extra_info is a dict; set keys on it instead*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    saved = json.loads(out.read_text())["benchmarks"]
+    assert sorted(saved) == [f"test_x.py::test_{name}" for name in ("bad_extra", "new_dict", "one", "two")]
+    assert saved["test_x.py::test_bad_extra"]["outcome"] == "failed"  # measured before the assignment: kept
+    assert saved["test_x.py::test_new_dict"]["extra_info"] == {"note": "late"}  # assigned after bench(): kept
+
+
 def test_a_failed_test_leaves_its_own_history_as_it_was(pytester, fast):
     # Its record is left out of the save; its earlier runs stay, however many runs of the others
     # come after (bench_history counts per benchmark: trimmed by run count, they were lost).
