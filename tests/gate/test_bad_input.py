@@ -248,3 +248,18 @@ def test_a_full_disk_or_read_only_folder_is_found_by_writing(tmp_path, monkeypat
 
     monkeypatch.setattr(tempfile, "mkstemp", full)
     assert files.check_writable_dir(tmp_path) == f"cannot write in {tmp_path}: No space left on device"
+
+
+def test_a_name_of_an_open_descriptor_is_written_into_it_not_replaced(tmp_path):
+    log = tmp_path / "log.txt"
+    with open(log, "w") as stream:  # as `> log.txt` opens a job's stdout
+        stream.write("pytest's output\n")
+        stream.flush()
+        descriptor = stream.fileno()
+        for name in (f"/dev/fd/{descriptor}", f"/proc/self/fd/{descriptor}"):
+            assert files.check_writable_file(name) is None
+            files.write_atomic(name, "{}\n")
+        stream.write("1 passed\n")
+    assert log.read_text() == "pytest's output\n{}\n{}\n1 passed\n"
+    with open(log) as stream:
+        assert files.check_writable_file(f"/dev/fd/{stream.fileno()}").endswith("open read-only")

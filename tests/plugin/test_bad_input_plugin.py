@@ -127,11 +127,17 @@ def test_bench_json_in_the_ini_file_does_not_turn_measuring_on(pytester):
     assert not (pytester.path / "run.json").exists()
 
 
-def test_bench_json_to_stdout_writes_through(pytester, fast):
+@pytest.mark.parametrize("path", ["/dev/stdout", "/dev/fd/1", "link-to-stdout.json"])
+def test_bench_json_to_stdout_writes_through(pytester, fast, path):
+    # pytester's subprocess writes its stdout to a file, as `pytest ... > log.txt` in a CI job
+    # does: the JSON goes into that file after what pytest printed, never in place of it.
+    (pytester.path / "link-to-stdout.json").symlink_to("/dev/stdout")
     pytester.makepyfile(test_x="def test_one(bench):\n    bench(sum, [1])\n")
-    result = pytester.runpytest_subprocess("--bench-json=/dev/stdout", *fast)
+    result = pytester.runpytest_subprocess(f"--bench-json={path}", *fast)
     assert result.ret == pytest.ExitCode.OK
-    assert '"test_x.py::test_one": {' in result.stdout.str()
+    out = result.stdout.str()
+    assert '"test_x.py::test_one": {' in out
+    assert out.index("test session starts") < out.index('"schema": 1') < out.index("1 passed")
 
 
 @pytest.mark.parametrize(
