@@ -624,6 +624,8 @@ class BenchRecord:
         for key, value in params.items():
             if not (value is None or isinstance(value, (str, bool, int)) or _is_number(value)):
                 raise _fail(f"{where}.params.{key}", f"is {_short(value)}; expected a number, string or null")
+            if _is_number(value):  # the plots and tables read a parameter as a float
+                _number(value, f"{where}.params.{key}")
         kernel_list = _list(data.get("kernels", []), f"{where}.kernels")
         kernels = [_kernel(k, f"{where}.kernels[{i}]") for i, k in enumerate(kernel_list)]
         targets = _list(data.get("targets", []), f"{where}.targets")

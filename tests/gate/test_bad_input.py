@@ -89,6 +89,7 @@ def test_deep_nesting_is_refused_without_a_recursion_error(tmp_path):
         ({"kernels": [{"name": "k", "arch": "sm_90", "occupancy": 7}]}, r"kernels\[0\].occupancy: is 7"),
         ({"kernels": [{"name": "k", "arch": "sm_90", "registers": "many"}]}, r"kernels\[0\].registers: is str"),
         ({"params": {"M": [1, 2]}}, r"params.M: is \[1, 2\]"),
+        ({"params": {"M": 10**400}}, r"params.M: is 1000.*, too large for any number here"),
         ({"verdict": {"status": "FINE"}}, r"verdict.status: is 'FINE'"),
         ({"nodeid": "t::b"}, "make the id 't::b', not the key 't::a'"),
         ({"confirm": {"rounds_ms": [1.0]}}, r"confirm: is dict .*; expected a list"),
