@@ -323,8 +323,10 @@ def check_writable_file(path: Path, example: str = "results.json") -> str | None
         try:
             access = fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_ACCMODE
         except OSError:
-            return f"names file descriptor {descriptor}, which is not open"
-        return None if access in (os.O_WRONLY, os.O_RDWR) else f"names file descriptor {descriptor}, open read-only"
+            return f"names file descriptor {descriptor}, which is not open; give a file path"
+        if access not in (os.O_WRONLY, os.O_RDWR):
+            return f"names file descriptor {descriptor}, which is open read-only; give a file path"
+        return None
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     special = describe_special(path)

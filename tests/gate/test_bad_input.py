@@ -263,4 +263,4 @@ def test_a_name_of_an_open_descriptor_is_written_into_it_not_replaced(tmp_path):
         stream.write("1 passed\n")
     assert log.read_text() == "pytest's output\n{}\n{}\n1 passed\n"
     with open(log) as stream:
-        assert files.check_writable_file(f"/dev/fd/{stream.fileno()}").endswith("open read-only")
+        assert files.check_writable_file(f"/dev/fd/{stream.fileno()}").endswith("open read-only; give a file path")
