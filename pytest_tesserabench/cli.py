@@ -39,6 +39,23 @@ _name = _argparse_type(parse_name, "baseline name")
 _history = _argparse_type(parse_count, "history")
 _lock_timeout = _argparse_type(parse_lock_timeout, "lock timeout")
 
+# Narrower than this, a table has no room for a benchmark id and its figures (rich then prints
+# nothing at all); wider than this is a typo, not a screen.
+MIN_WIDTH, MAX_WIDTH = 40, 10_000
+
+
+def _parse_width(text: str) -> int:
+    try:
+        width = int(text)
+    except ValueError:
+        raise ValueError("is not a whole number of columns") from None
+    if not MIN_WIDTH <= width <= MAX_WIDTH:
+        raise ValueError(f"must be from {MIN_WIDTH} to {MAX_WIDTH} columns (leave it out for the terminal's width)")
+    return width
+
+
+_width = _argparse_type(_parse_width, "width")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -64,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_gate_arguments(compare, _percent, _alpha)
     compare.add_argument("--csv", type=Path, metavar="PATH", help="also write one CSV row per benchmark and run")
     compare.add_argument("--md", type=Path, metavar="PATH", help="also write the markdown summary of the comparison")
-    compare.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
+    compare.add_argument("--width", type=_width, default=None, help="table width in columns (default: the terminal's)")
 
     report = sub.add_parser(
         "report",
@@ -89,7 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("name", type=_name, help="the baseline name given to --bench-save")
     show.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
     show.add_argument("--machine", metavar="KEY", help="only this machine key (default: every machine)")
-    show.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
+    show.add_argument("--width", type=_width, default=None, help="table width in columns (default: the terminal's)")
     show.add_argument(
         "--threshold", type=_percent, default=0.05, metavar="PCT", help="the threshold to hold them to (default 5)"
     )
@@ -128,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
         "per benchmark, its speed-up and strong- and weak-scaling efficiency against the smallest size.",
     )
     scaling.add_argument("runs", type=Path, nargs="+", help="--bench-json result files, one per world size")
-    scaling.add_argument("--width", type=int, default=None, help="table width in columns (default: the terminal's)")
+    scaling.add_argument("--width", type=_width, default=None, help="table width in columns (default: the terminal's)")
 
     sub.add_parser(
         "inspect", help="static analysis of Triton kernels (see `tesserabench inspect -h`)", add_help=False
@@ -383,7 +400,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         args.dir = find_baselines_dir(Path.cwd())
     if getattr(args, "width", 0) is None:  # COLUMNS, else the terminal's, else 80 (a CI log)
-        args.width = shutil.get_terminal_size((80, 24)).columns
+        args.width = max(shutil.get_terminal_size((80, 24)).columns, MIN_WIDTH)
     try:
         if args.command == "compare":
             return compare_command(args, out, err)

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-NAME_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+# A baseline name becomes a folder and a command-line word: it starts with a letter or digit (not
+# hidden, not an option), and it holds no '..' and does not end in '.' or '.json' (a path, or a
+# file to `tesserabench compare`). Used with fullmatch: '$' alone would accept a trailing newline.
+NAME_RE = re.compile(r"(?!.*\.\.)(?!.*\.(?i:json)\Z)[A-Za-z0-9][A-Za-z0-9._-]*(?<!\.)")
+NAME_RULE = (
+    "start with a letter or digit and hold only letters, digits, '.', '_' and '-', with no '..' and "
+    "no '.' or '.json' at the end (a plain name such as 'main' or 'release-1.2')"
+)
 TIMERS = ("auto", "cpu", "cuda_event", "cuda_graph")
 
 
@@ -111,14 +118,18 @@ def parse_fraction(text: Any) -> float:
 MAX_NAME_LENGTH = 100
 
 
+def is_name(text: str) -> bool:
+    return NAME_RE.fullmatch(text) is not None
+
+
 def parse_name(text: Any) -> str:
     """A baseline name: it becomes a folder name, so plain characters and no paths. The one
     parser of names (options, the ``tesserabench`` command, baseline files)."""
     text = str(text)
     if set(text) == {"."}:
         raise ValueError("is a path, not a name: use a plain name such as 'main'")
-    if not NAME_RE.match(text):
-        raise ValueError("must match [A-Za-z0-9._-]+ (a plain name such as 'main', no paths)")
+    if not is_name(text):
+        raise ValueError(f"must {NAME_RULE}")
     if len(text) > MAX_NAME_LENGTH:
         raise ValueError(f"is {len(text)} characters long; at most {MAX_NAME_LENGTH}")
     return text

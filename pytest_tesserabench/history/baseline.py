@@ -94,6 +94,13 @@ def _parse_baseline(path: Path, data: Any, machine_key: str | None) -> Baseline:
     key = data.get("machine_key")
     if not isinstance(key, str):
         raise BaselineError(f"{path}: 'machine_key' is {key!r}, not a string; restore the file from version control")
+    try:
+        parse_name(key)  # it names the file, so it must be a plain file name
+    except ValueError as exc:
+        raise BaselineError(
+            f"{path}: 'machine_key' {key!r} is not a machine key (it {exc}); "
+            f"set it to the file's own name, {path.stem!r}, or restore the file from version control"
+        ) from None
     if machine_key is not None and key != machine_key:
         raise BaselineError(
             f"{path}: holds a baseline for machine {key!r}, not {machine_key!r}; "

@@ -54,7 +54,7 @@ class Bench:
         self._group = group
         self._settings = settings
         self.enabled = settings.enabled
-        self.extra_info: dict[str, Any] = {}
+        self._extra_info: dict[str, Any] = {}
         self.records: dict[str | None, BenchRecord] = {}  # label (None for the unlabelled call) -> record
         self._results: dict[int, str | None] = {}  # id(returned object) -> label, for check_accuracy
         self._names: set[str | None] = set()  # the calls made so far (each needs its own name)
@@ -100,6 +100,25 @@ class Bench:
             limit += SERVED_SPEAK_FIRST_S
         with time_limit(limit, f"bench({label}{'' if name is None else f', name={name!r}'})"):
             return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
+
+    @property
+    def extra_info(self) -> dict[str, Any]:
+        """Free-form facts saved with this test's records (a dict of JSON values)."""
+        return self._extra_info
+
+    @extra_info.setter
+    def extra_info(self, value: dict[str, Any]) -> None:
+        __tracebackhide__ = True
+        # Refused here, in the test that assigned it: found later, a non-dict broke the session's
+        # hooks (every record shares this dict) instead of failing this one test.
+        if not isinstance(value, dict):
+            raise BenchUsageError(
+                f"bench.extra_info = {value!r:.60}: extra_info is a dict; set keys on it instead, "
+                f"e.g. bench.extra_info['note'] = {value!r:.60}"
+            )
+        self._extra_info = value
+        for record in self.records.values():  # the records made so far share the new dict too
+            record.extra_info = value
 
     def json_problem(self) -> str | None:
         """What makes ``extra_info`` unsavable (with or without --bench), or None."""

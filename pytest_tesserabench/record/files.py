@@ -7,8 +7,11 @@ failed write loses nothing.
 * ``write_atomic``: the one writer. A regular file (or a missing one) is written to a temporary
   file in the same folder and renamed over the target, keeping the old file's permission bits,
   so a reader never sees half a file and an interrupted write leaves the old one. A symbolic link
-  is written through (its target is replaced); a special file such as ``/dev/stdout`` or a FIFO
-  is written directly, since it cannot be replaced.
+  is written through (its target is replaced); a special file such as a FIFO or a device is
+  written directly, since it cannot be replaced. A name of one of this process's open files
+  (``/dev/stdout``, ``/dev/fd/N``, ``/proc/self/fd/N``) is written into that file descriptor, at
+  its position, whatever it is open on: replaced, a log that stdout was redirected to
+  (``> log.txt``) would lose everything written to it before.
 * ``remove_stale_temporaries``: temporary files a killed writer left behind (call under the lock
   that serialises writers of that file).
 * ``check_writable_file`` / ``check_writable_dir``: fail before minutes of measuring, not after.
@@ -20,6 +23,7 @@ import codecs
 import errno
 import json
 import os
+import re
 import stat
 import tempfile
 import time
@@ -131,10 +135,53 @@ def _umask() -> int:
     return mask
 
 
+_STANDARD_STREAMS = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+
+
+def open_descriptor(path: Path) -> int | None:
+    """The file descriptor of this process that ``path`` names (``/dev/stdout``, ``/dev/fd/N``,
+    ``/proc/self/fd/N``, or a symbolic link to one of them), or None."""
+    pattern = re.compile(rf"/(?:dev/fd|proc/self/fd|proc/{os.getpid()}/fd)/(\d+)")
+    current = os.path.abspath(path)
+    for _ in range(40):  # the kernel's own limit on links followed
+        if current in _STANDARD_STREAMS:
+            return _STANDARD_STREAMS[current]
+        match = pattern.fullmatch(current)
+        if match:
+            return int(match.group(1))
+        if not os.path.islink(current):
+            return None
+        current = os.path.normpath(os.path.join(os.path.dirname(current), os.readlink(current)))
+    return None
+
+
+def _write_descriptor(path: Path, descriptor: int, data: bytes) -> None:
+    """Write into an open file descriptor after what Python's own streams buffered for it, so
+    their text and ``data`` keep their order."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    try:
+        os.fstat(descriptor)
+    except OSError:
+        raise FileProblem(f"{path}: file descriptor {descriptor} is not open in this process") from None
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
+
+
 def write_atomic(path: Path, content: str | bytes) -> None:
     """Write ``content`` to ``path`` without ever leaving half a file (see the module doc)."""
     path = Path(path)
     data = content.encode("utf-8") if isinstance(content, str) else content
+    descriptor = open_descriptor(path)
+    if descriptor is not None:
+        _write_descriptor(path, descriptor, data)
+        return
     if path.is_symlink():
         target = Path(os.path.realpath(path))
         if not target.parent.is_dir():
@@ -269,6 +316,17 @@ def check_writable_file(path: Path, example: str = "results.json") -> str | None
     it can be opened; a regular file needs a writable folder for the atomic rename. ``example``:
     a file name of the kind expected, for the message when ``path`` is a directory."""
     path = Path(path)
+    descriptor = open_descriptor(path)
+    if descriptor is not None:
+        import fcntl
+
+        try:
+            access = fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_ACCMODE
+        except OSError:
+            return f"names file descriptor {descriptor}, which is not open; give a file path"
+        if access not in (os.O_WRONLY, os.O_RDWR):
+            return f"names file descriptor {descriptor}, which is open read-only; give a file path"
+        return None
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     special = describe_special(path)

@@ -53,7 +53,10 @@ def _number(
         raise _fail(where, "is missing (null); expected a number")
     if not _is_number(value):
         raise _fail(where, f"is {type(value).__name__} {_short(value)}; expected a number")
-    number = float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer literal with hundreds of digits
+        raise _fail(where, f"is {_short(value)}, too large for any number here; expected a number") from None
     if not math.isfinite(number):
         if nullable:
             return None
@@ -174,6 +177,17 @@ def _extra_keys(data: dict, known: tuple[str, ...], where: str) -> dict:
     return extra
 
 
+def _commit(value: Any, where: str) -> dict:
+    """The commit a run was measured at: its known keys are what the reports print and A/B
+    checks out, so each has its type; other keys are kept as they are."""
+    commit = _json_object(value or {}, where)
+    _text(commit.get("sha"), f"{where}.sha", nullable=True)
+    _text(commit.get("branch"), f"{where}.branch", nullable=True)
+    if commit.get("dirty") is not None:
+        _bool(commit["dirty"], f"{where}.dirty")
+    return commit
+
+
 # -- the parts of a record ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Stats:
@@ -234,6 +248,22 @@ class Stats:
         from pytest_tesserabench.record import stats
 
         return cls.from_json(stats.summarize(rounds_ms, samples_ms, noisy=noisy), "stats")
+
+
+def _check_summary(stats: Stats, where: str) -> None:
+    """A stats block read from a file must describe a measurement: the reports divide by its
+    median and draw its interval around it. (Stats.of always gives such a block, except from
+    rounds that are all 0, which the gate skips anyway.)"""
+    fix = "delete the stats block (it is recomputed from rounds_ms) or restore the file from version control"
+    if stats.median_ms < MIN_TIME_MS:
+        raise _fail(f"{where}.median_ms", f"is {stats.median_ms:g} ms, which is not a measurement; {fix}")
+    low, high = stats.ci95_ms
+    if not low <= stats.median_ms <= high:
+        raise _fail(
+            f"{where}.ci95_ms",
+            f"is [{low:g}, {high:g}], which does not hold the median {stats.median_ms:g} "
+            f"(expected [low, high] with low <= median_ms <= high); {fix}",
+        )
 
 
 @dataclass(frozen=True)
@@ -587,12 +617,15 @@ class BenchRecord:
         samples = _times(data.get("samples_ms", []), f"{where}.samples_ms")
         if data.get("stats") is not None:
             stats = Stats.from_json(data["stats"], f"{where}.stats")
+            _check_summary(stats, f"{where}.stats")
         else:  # hand-made or older files: the summary follows from the rounds
             stats = Stats.of(rounds, samples) if rounds else None
         params = _object(data.get("params", {}), f"{where}.params")
         for key, value in params.items():
             if not (value is None or isinstance(value, (str, bool, int)) or _is_number(value)):
                 raise _fail(f"{where}.params.{key}", f"is {_short(value)}; expected a number, string or null")
+            if _is_number(value):  # the plots and tables read a parameter as a float
+                _number(value, f"{where}.params.{key}")
         kernel_list = _list(data.get("kernels", []), f"{where}.kernels")
         kernels = [_kernel(k, f"{where}.kernels[{i}]") for i, k in enumerate(kernel_list)]
         targets = _list(data.get("targets", []), f"{where}.targets")
@@ -740,14 +773,14 @@ class RunDocument:
         for record_id, record in benchmarks.items():
             records[record_id] = BenchRecord.from_json(record_id, record, f"{where}, benchmark {record_id!r}")
         canary = _times(data.get("canary_ms", []), f"{where}.canary_ms")
-        order = data.get("measured_order", [])  # (absent from older files, and from baselines)
+        order = data.get("measured_order") or []  # (absent, or null, in older files and in baselines)
         if order and (not isinstance(order, list) or sorted(map(str, order)) != sorted(records)):
             raise _fail(f"{where}.measured_order", "expected a list of the file's benchmark ids, each once")
         known = ("schema", "benchmarks", "machine", "commit", "started", "canary_ms", "measured_order")
         return cls(
             benchmarks=records,
             machine=_json_object(data.get("machine") or {}, f"{where}.machine"),
-            commit=_json_object(data.get("commit") or {}, f"{where}.commit"),
+            commit=_commit(data.get("commit"), f"{where}.commit"),
             started=_text(data.get("started"), f"{where}.started", nullable=True),
             canary_ms=canary,
             measured_order=list(order),

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_tesserabench.options import NAME_RE
+from pytest_tesserabench.options import is_name
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
@@ -44,7 +44,7 @@ def _machine_key(run: RunDocument) -> str | None:
 
 def _names_a_file(text: str) -> bool:
     path = Path(text)
-    return path.exists() or path.is_symlink() or path.suffix == ".json" or not NAME_RE.match(text)
+    return path.exists() or path.is_symlink() or path.suffix == ".json" or not is_name(text)
 
 
 def load_source(text: str, bench_dir: Path, machine_key: str | None) -> Source:
@@ -88,6 +88,19 @@ def load_sources(texts: Sequence[str], bench_dir: Path) -> list[Source]:
         if not source.runs:
             raise CommandError(f"{text}: holds no run")
     return sources
+
+
+def write_output(path: Path, content: str, flag: str) -> None:
+    """Write a file the user asked for; a write that fails (a full disk, /dev/full, a folder
+    removed meanwhile) is a CommandError naming the option, the path and the system's reason."""
+    from pytest_tesserabench.record import files
+
+    try:
+        files.write_atomic(path, content)
+    except OSError as exc:
+        if isinstance(exc, files.FileProblem):  # its message names the path and the fix
+            raise CommandError(f"{flag} {exc}") from None
+        raise CommandError(f"{flag} {path}: cannot write it: {exc.strerror or exc}") from None
 
 
 def _gate_config(args: argparse.Namespace):
@@ -290,10 +303,10 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
     described = ", ".join(source.label for source in sources[:-1])
     if args.md is not None:
         data = ReportData(run=new_runs[-1], verdicts=verdicts, history=old_runs, baseline=described, notes=notes)
-        files.write_atomic(args.md, markdown_summary(data))
+        write_output(args.md, markdown_summary(data), "--md")
         print(f"wrote the markdown summary to {args.md}", file=err)
     if args.csv is not None:
-        files.write_atomic(args.csv, across_runs_csv(runs, labels, verdicts))
+        write_output(args.csv, across_runs_csv(runs, labels, verdicts), "--csv")
         print(f"wrote {len(runs)} run(s) as CSV rows to {args.csv}", file=err)
     return EXIT_REGRESSED if regressed or (suite is not None and suite.failed) else EXIT_OK
 
@@ -358,6 +371,6 @@ def report_command(args: argparse.Namespace, out, err) -> int:
         page = html_report(data, title=args.title)
     except PlotError as exc:
         raise CommandError(str(exc)) from None
-    files.write_atomic(args.output, page)
+    write_output(args.output, page, "-o")
     print(f"wrote the HTML report of {len(data.records)} benchmark(s) to {args.output}", file=out)
     return EXIT_OK

@@ -39,6 +39,13 @@ def baseline_with(record_fields=None, **run_fields):
     return {"schema": 1, "name": "main", "machine_key": KEY, "runs": [run]}
 
 
+def summary(**fields):
+    """A record's stats block: consistent, except for ``fields``."""
+    stats = {"median_ms": 1.0, "ci95_ms": [0.9, 1.1], "mean_ms": 1.0, "min_ms": 0.9, "max_ms": 1.1}
+    stats.update({"iqr_ms": 0.1, "stdev_ms": 0.1, "rounds": 3})
+    return {**stats, **fields}
+
+
 def refused(tmp_path, content, message):
     path = write_baseline(tmp_path, content)
     before = path.read_bytes()
@@ -72,12 +79,17 @@ def test_deep_nesting_is_refused_without_a_recursion_error(tmp_path):
         ({"rounds_ms": [-1.0]}, r"rounds_ms\[0\]: is -1; expected a number >= 0"),
         ({"rounds_ms": [1e308]}, r"rounds_ms\[0\]: is 1e\+308"),
         ({"rounds_ms": [1e-300]}, "below a picosecond"),
+        ({"rounds_ms": [10**400]}, r"rounds_ms\[0\]: is 1000.*, too large for any number here"),
+        ({"stats": summary(median_ms=0)}, r"stats.median_ms: is 0 ms, which is not a measurement; delete the stats"),
+        ({"stats": summary(ci95_ms=[2.0, 3.0])}, r"stats.ci95_ms: is \[2, 3\], which does not hold the median 1"),
+        ({"stats": summary(ci95_ms=[1.1, 0.9])}, r"stats.ci95_ms: is \[1.1, 0.9\], which does not hold"),
         ({"rounds_ms": "fast"}, r"rounds_ms: is str"),
         ({"timer": 3}, r"timer: is int 3; expected a string"),
         ({"stats": {"median_ms": "x"}}, r"stats.ci95_ms: is NoneType"),
         ({"kernels": [{"name": "k", "arch": "sm_90", "occupancy": 7}]}, r"kernels\[0\].occupancy: is 7"),
         ({"kernels": [{"name": "k", "arch": "sm_90", "registers": "many"}]}, r"kernels\[0\].registers: is str"),
         ({"params": {"M": [1, 2]}}, r"params.M: is \[1, 2\]"),
+        ({"params": {"M": 10**400}}, r"params.M: is 1000.*, too large for any number here"),
         ({"verdict": {"status": "FINE"}}, r"verdict.status: is 'FINE'"),
         ({"nodeid": "t::b"}, "make the id 't::b', not the key 't::a'"),
         ({"confirm": {"rounds_ms": [1.0]}}, r"confirm: is dict .*; expected a list"),
@@ -87,6 +99,20 @@ def test_deep_nesting_is_refused_without_a_recursion_error(tmp_path):
 )
 def test_bad_values_inside_records_are_named_where_they_are(tmp_path, fields, message):
     refused(tmp_path, baseline_with(fields), message)
+
+
+def test_a_commit_sha_that_is_not_text_is_named(tmp_path):
+    refused(tmp_path, baseline_with(commit={"sha": 12345}), r"run 1.commit.sha: is int 12345; expected a string")
+    refused(tmp_path, baseline_with(commit={"dirty": "yes"}), r"run 1.commit.dirty: is 'yes'; expected true or false")
+
+
+def test_a_machine_key_that_is_a_path_is_named_with_the_file_name_to_use(tmp_path):
+    message = refused(tmp_path, {**baseline_with(), "machine_key": "a/b"}, r"'machine_key' 'a/b' is not a machine key")
+    assert f"set it to the file's own name, {KEY!r}" in message
+
+
+def test_a_null_measured_order_reads_as_none_recorded():
+    assert RunDocument.from_json({**GOOD_RUN, "measured_order": None}).measured_order == []
 
 
 def test_bad_values_reach_neither_the_gate_nor_the_cli(tmp_path, capsys):
@@ -223,3 +249,18 @@ def test_a_full_disk_or_read_only_folder_is_found_by_writing(tmp_path, monkeypat
 
     monkeypatch.setattr(tempfile, "mkstemp", full)
     assert files.check_writable_dir(tmp_path) == f"cannot write in {tmp_path}: No space left on device"
+
+
+def test_a_name_of_an_open_descriptor_is_written_into_it_not_replaced(tmp_path):
+    log = tmp_path / "log.txt"
+    with open(log, "w") as stream:  # as `> log.txt` opens a job's stdout
+        stream.write("pytest's output\n")
+        stream.flush()
+        descriptor = stream.fileno()
+        for name in (f"/dev/fd/{descriptor}", f"/proc/self/fd/{descriptor}"):
+            assert files.check_writable_file(name) is None
+            files.write_atomic(name, "{}\n")
+        stream.write("1 passed\n")
+    assert log.read_text() == "pytest's output\n{}\n{}\n1 passed\n"
+    with open(log) as stream:
+        assert files.check_writable_file(f"/dev/fd/{stream.fileno()}").endswith("open read-only; give a file path")

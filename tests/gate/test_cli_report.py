@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,6 +91,26 @@ def test_bad_file_exits_two_and_names_it(files, tmp_path, capsys):
     assert str(broken) in err and "the result or baseline file is not valid JSON" in err
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full (a device where every write fails)")
+def test_a_failed_write_is_one_line_naming_the_path(files, capsys):
+    baseline, same, _ = files
+    for option in ("--md", "--csv"):
+        assert main(["compare", str(baseline), str(same), option, "/dev/full"]) == 2
+        assert f"tesserabench: error: {option} /dev/full: cannot write it: No space left on device\n" in (
+            capsys.readouterr().err
+        )
+    pytest.importorskip("matplotlib")
+    assert main(["report", str(same), "-o", "/dev/full"]) == 2
+    assert "error: -o /dev/full: cannot write it: No space left on device" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", [["show", "main"], ["compare", "a.json", "b.json"], ["scaling", "a.json"]])
+@pytest.mark.parametrize("width", ["-1", "0", "39", "wide", "100000"])
+def test_a_width_no_table_fits_is_refused(command, width, capsys):
+    assert main([*command, f"--width={width}"]) == 2
+    assert f"argument --width: width '{width}' " in capsys.readouterr().err
+
+
 def test_show_lists_runs_within_80_columns(files, tmp_path, capsys):
     assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "80"]) == 0
     out = capsys.readouterr().out
@@ -142,6 +163,11 @@ def test_show_missing_and_bad_names(tmp_path, capsys):
     assert main(["show", "main", "--dir", str(tmp_path), "--machine", "other"]) == 2
     assert main(["show", "..", "--dir", str(tmp_path)]) == 2
     assert "baseline name '..' is a path, not a name" in capsys.readouterr().err
+    for name in ("main\n", ".hidden", "-", "main.json", "..main", "a..b"):
+        assert main(["show", name, "--dir", str(tmp_path)]) == 2
+        err = capsys.readouterr().err
+        assert "must start with a letter or digit" in err and "such as 'main'" in err  # what a valid name is
+        assert "--bench-save" not in err  # never a suggestion to save under the name refused
 
 
 def test_show_and_compare_find_the_baselines_from_a_subdirectory(files, tmp_path, capsys, monkeypatch):

@@ -43,6 +43,23 @@ def test_extra_info_that_is_not_json_fails_its_test_only(pytester, fast, tmp_pat
     assert sorted(saved) == ["test_x.py::test_one", "test_x.py::test_two"]
 
 
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]])
+def test_extra_info_replaced_by_a_non_dict_fails_its_test_only(pytester, fast, tmp_path, workers):
+    tests = TESTS.replace('bench.extra_info["when"] = object()  # not JSON', 'bench.extra_info = "oops"')
+    tests += "\ndef test_new_dict(bench):\n    bench(sum, [6])\n    bench.extra_info = {'note': 'late'}\n"
+    pytester.makepyfile(test_x=tests)
+    out = tmp_path / "run.json"
+    result = pytester.runpytest(f"--bench-json={out}", *fast, *workers)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*bench.extra_info = 'oops': extra_info is a dict; set keys on it instead*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    saved = json.loads(out.read_text())["benchmarks"]
+    assert sorted(saved) == [f"test_x.py::test_{name}" for name in ("bad_extra", "new_dict", "one", "two")]
+    assert saved["test_x.py::test_bad_extra"]["outcome"] == "failed"  # measured before the assignment: kept
+    assert saved["test_x.py::test_new_dict"]["extra_info"] == {"note": "late"}  # assigned after bench(): kept
+
+
 def test_a_failed_test_leaves_its_own_history_as_it_was(pytester, fast):
     # Its record is left out of the save; its earlier runs stay, however many runs of the others
     # come after (bench_history counts per benchmark: trimmed by run count, they were lost).
@@ -110,11 +127,17 @@ def test_bench_json_in_the_ini_file_does_not_turn_measuring_on(pytester):
     assert not (pytester.path / "run.json").exists()
 
 
-def test_bench_json_to_stdout_writes_through(pytester, fast):
+@pytest.mark.parametrize("path", ["/dev/stdout", "/dev/fd/1", "link-to-stdout.json"])
+def test_bench_json_to_stdout_writes_through(pytester, fast, path):
+    # pytester's subprocess writes its stdout to a file, as `pytest ... > log.txt` in a CI job
+    # does: the JSON goes into that file after what pytest printed, never in place of it.
+    (pytester.path / "link-to-stdout.json").symlink_to("/dev/stdout")
     pytester.makepyfile(test_x="def test_one(bench):\n    bench(sum, [1])\n")
-    result = pytester.runpytest_subprocess("--bench-json=/dev/stdout", *fast)
+    result = pytester.runpytest_subprocess(f"--bench-json={path}", *fast)
     assert result.ret == pytest.ExitCode.OK
-    assert '"test_x.py::test_one": {' in result.stdout.str()
+    out = result.stdout.str()
+    assert '"test_x.py::test_one": {' in out
+    assert out.index("test session starts") < out.index('"schema": 1') < out.index("1 passed")
 
 
 @pytest.mark.parametrize(
@@ -127,6 +150,12 @@ def test_bench_json_to_stdout_writes_through(pytester, fast):
             b'[{"benchmarks": {"t": {"timer": "cpu", "rounds_ms": ["x"]}}}]}',
             "*rounds_ms[[]0[]]: is str 'x'*",
         ),
+        (
+            b'{"schema": 1, "machine_key": "KEY", "runs": '
+            b'[{"benchmarks": {"t": {"timer": "cpu", "rounds_ms": [1' + b"0" * 400 + b"]}}}]}",
+            "*rounds_ms[[]0[]]: is 1000*, too large for any number here*",
+        ),
+        (b'{"schema": 1, "machine_key": "a/b", "runs": []}', "*'machine_key' 'a/b' is not a machine key*"),
     ],
 )
 def test_a_bad_baseline_is_one_usage_error_line(pytester, content, message):

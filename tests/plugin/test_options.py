@@ -55,6 +55,7 @@ def test_relative_ini_paths_are_relative_to_rootdir():
         ({"bench_save": "../etc"}, "--bench-save='../etc'"),
         ({"bench_compare": "a/b"}, "--bench-compare='a/b'"),
         ({"bench_save": ".."}, "--bench-save='..'"),
+        ({"bench_save": "main\n"}, "--bench-save='main\\n' (command line): must start with a letter or digit"),
         ({"bench_timer": "wallclock"}, "--bench-timer='wallclock'"),
         ({"bench_arch": "sm_75"}, "--bench-arch='sm_75'"),
         ({"bench_peaks": "guess"}, "--bench-peaks='guess'"),
