@@ -109,12 +109,27 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
     Raises Unsupported when S does not split: not a whole number of elements, or (all_gather,
     reduce_scatter, all_to_all) not a whole number of elements per rank; send_recv on one rank.
     """
-    import torch
     import torch.distributed as dist
 
     if op not in OPS:
         raise ValueError(f"unknown collective {op!r}; one of {', '.join(OPS)}")
-    n, rank = dist.get_world_size(group), dist.get_rank(group)
+    n = dist.get_world_size(group)
+    count = _elements(op, nbytes, dtype, n)
+    device = device if device is not None else ("cuda" if dist.get_backend(group) == "nccl" else "cpu")
+    setting = _Setting(op, dtype, group, device, n, dist.get_rank(group), count)
+    run, checker, buffers = _BUILDERS[op](setting)
+
+    def reset():
+        for tensor in buffers.values():
+            tensor.zero_()
+
+    return Collective(op=op, nbytes=nbytes, world_size=n, run=run, checker=checker, reset=reset, buffers=buffers)
+
+
+def _elements(op: str, nbytes: int, dtype, n: int) -> int:
+    """The number of elements S bytes hold; Unsupported when S does not split for ``op``."""
+    import torch
+
     itemsize = torch.empty((), dtype=dtype).element_size()
     dtype_name = str(dtype).removeprefix("torch.")
     if nbytes % itemsize:
@@ -127,115 +142,170 @@ def prepare(op: str, nbytes: int, dtype, group=None, device=None) -> Collective:
         )
     if op == "send_recv" and n < 2:
         raise Unsupported("send_recv needs at least 2 ranks (each sends to the next)")
-    device = device if device is not None else ("cuda" if dist.get_backend(group) == "nccl" else "cpu")
-    chunk = count // n
+    return count
 
-    def full(size: int, value: float):
-        return torch.full((size,), value, dtype=dtype, device=device)
 
-    # Moved data must arrive exactly (values below 256 are exact in every float dtype); a sum may
-    # round differently in another order: n rounding steps of the dtype's epsilon.
-    rtol = n * torch.finfo(dtype).eps if op in ("all_reduce", "reduce_scatter") else 0.0
+@dataclass(frozen=True)
+class _Setting:
+    """What every collective's buffers and checker are built from."""
 
-    def expect(name: str, actual, expected) -> None:
+    op: str
+    dtype: Any
+    group: Any
+    device: Any
+    n: int  # ranks in the group
+    rank: int
+    count: int  # elements of S
+
+    @property
+    def chunk(self) -> int:
+        return self.count // self.n
+
+    @property
+    def triangle(self) -> float:
+        return self.n * (self.n + 1) / 2  # the sum of (rank + 1) over the ranks
+
+    def full(self, size: int, value: float):
+        import torch
+
+        return torch.full((size,), value, dtype=self.dtype, device=self.device)
+
+    def arange(self):
+        import torch
+
+        return torch.arange(self.n, device=self.device)
+
+    def label(self, values):  # distinct small integers, exact in any dtype
+        return (values % 256).to(self.dtype)
+
+    def expect(self, name: str, actual, expected) -> None:
+        import torch
+
+        # Moved data must arrive exactly (values below 256 are exact in every float dtype); a sum
+        # may round differently in another order: n rounding steps of the dtype's epsilon.
+        rtol = self.n * torch.finfo(self.dtype).eps if self.op in ("all_reduce", "reduce_scatter") else 0.0
         actual, expected = actual.float().cpu(), expected.float().cpu()
         wrong = (~torch.isclose(actual, expected, rtol=rtol, atol=0.0)).nonzero()
         if len(wrong):
             first = int(wrong[0])
             raise AssertionError(
-                f"{op} on rank {rank} of {n}: {name}[{first}] is {actual[first].item()}, "
+                f"{self.op} on rank {self.rank} of {self.n}: {name}[{first}] is {actual[first].item()}, "
                 f"expected {expected[first].item()}"
             )
 
-    def label(values):  # distinct small integers, exact in any dtype
-        return (values % 256).to(dtype)
 
-    triangle = n * (n + 1) / 2  # the sum of (rank + 1) over the ranks
-    if op == "all_reduce":
-        buf = full(count, 0.0)
+def _all_reduce(c: _Setting):
+    import torch.distributed as dist
 
-        def run():
-            dist.all_reduce(buf, group=group)
+    buf = c.full(c.count, 0.0)
 
-        def checker():
-            buf.fill_(rank + 1)
-            run()
-            expect("buffer", buf, full(count, triangle))
+    def run():
+        dist.all_reduce(buf, group=c.group)
 
-        buffers = {"buffer": buf}
-    elif op == "all_gather":
-        src, out = full(chunk, 0.0), full(count, 0.0)
-        gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+    def checker():
+        buf.fill_(c.rank + 1)
+        run()
+        c.expect("buffer", buf, c.full(c.count, c.triangle))
 
-        def run():
-            gather(out, src, group=group)
+    return run, checker, {"buffer": buf}
 
-        def checker():
-            src.fill_(rank % 256)
-            run()
-            expect("output", out, label(torch.arange(n, device=device).repeat_interleave(chunk)))
 
-        buffers = {"input": src, "output": out}
-    elif op == "reduce_scatter":
-        src, out = full(count, 0.0), full(chunk, 0.0)
-        scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
+def _all_gather(c: _Setting):
+    import torch.distributed as dist
 
-        def run():
-            scatter(out, src, group=group)
+    src, out = c.full(c.chunk, 0.0), c.full(c.count, 0.0)
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
 
-        def checker():
-            src.fill_(rank + 1)
-            run()
-            expect("output", out, full(chunk, triangle))
+    def run():
+        gather(out, src, group=c.group)
 
-        buffers = {"input": src, "output": out}
-    elif op == "all_to_all":
-        src, out = full(count, 0.0), full(count, 0.0)
+    def checker():
+        src.fill_(c.rank % 256)
+        run()
+        c.expect("output", out, c.label(c.arange().repeat_interleave(c.chunk)))
 
-        def run():
-            dist.all_to_all_single(out, src, group=group)
+    return run, checker, {"input": src, "output": out}
 
-        def checker():
-            # chunk j of rank r holds r * n + j; after the exchange chunk j of rank r holds j * n + r
-            src.copy_(label((rank * n + torch.arange(n, device=device)).repeat_interleave(chunk)))
-            run()
-            expect("output", out, label((torch.arange(n, device=device) * n + rank).repeat_interleave(chunk)))
 
-        buffers = {"input": src, "output": out}
-    elif op == "broadcast":
-        buf = full(count, 0.0)
-        root = dist.get_global_rank(group, 0) if group is not None else 0
+def _reduce_scatter(c: _Setting):
+    import torch.distributed as dist
 
-        def run():
-            dist.broadcast(buf, src=root, group=group)
+    src, out = c.full(c.count, 0.0), c.full(c.chunk, 0.0)
+    scatter = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
 
-        def checker():
-            buf.fill_(7.0 if rank == 0 else -1.0)
-            run()
-            expect("buffer", buf, full(count, 7.0))
+    def run():
+        scatter(out, src, group=c.group)
 
-        buffers = {"buffer": buf}
-    else:  # send_recv: each rank sends to the next and receives from the previous (nccl-tests)
-        src, out = full(count, 0.0), full(count, 0.0)
+    def checker():
+        src.fill_(c.rank + 1)
+        run()
+        c.expect("output", out, c.full(c.chunk, c.triangle))
 
-        def peer(offset: int) -> int:
-            local = (rank + offset) % n
-            return dist.get_global_rank(group, local) if group is not None else local
+    return run, checker, {"input": src, "output": out}
 
-        def run():
-            ops = [dist.P2POp(dist.isend, src, peer(1), group), dist.P2POp(dist.irecv, out, peer(-1), group)]
-            for request in dist.batch_isend_irecv(ops):
-                request.wait()
 
-        def checker():
-            src.fill_(rank % 256)
-            run()
-            expect("received", out, full(count, ((rank - 1) % n) % 256))
+def _all_to_all(c: _Setting):
+    import torch.distributed as dist
 
-        buffers = {"input": src, "output": out}
+    src, out = c.full(c.count, 0.0), c.full(c.count, 0.0)
 
-    def reset():
-        for tensor in buffers.values():
-            tensor.zero_()
+    def run():
+        dist.all_to_all_single(out, src, group=c.group)
 
-    return Collective(op=op, nbytes=nbytes, world_size=n, run=run, checker=checker, reset=reset, buffers=buffers)
+    def checker():
+        # chunk j of rank r holds r * n + j; after the exchange chunk j of rank r holds j * n + r
+        src.copy_(c.label((c.rank * c.n + c.arange()).repeat_interleave(c.chunk)))
+        run()
+        c.expect("output", out, c.label((c.arange() * c.n + c.rank).repeat_interleave(c.chunk)))
+
+    return run, checker, {"input": src, "output": out}
+
+
+def _broadcast(c: _Setting):
+    import torch.distributed as dist
+
+    buf = c.full(c.count, 0.0)
+    root = dist.get_global_rank(c.group, 0) if c.group is not None else 0
+
+    def run():
+        dist.broadcast(buf, src=root, group=c.group)
+
+    def checker():
+        buf.fill_(7.0 if c.rank == 0 else -1.0)
+        run()
+        c.expect("buffer", buf, c.full(c.count, 7.0))
+
+    return run, checker, {"buffer": buf}
+
+
+def _send_recv(c: _Setting):
+    """Each rank sends to the next and receives from the previous (as nccl-tests' sendrecv)."""
+    import torch.distributed as dist
+
+    src, out = c.full(c.count, 0.0), c.full(c.count, 0.0)
+
+    def peer(offset: int) -> int:
+        local = (c.rank + offset) % c.n
+        return dist.get_global_rank(c.group, local) if c.group is not None else local
+
+    def run():
+        ops = [dist.P2POp(dist.isend, src, peer(1), c.group), dist.P2POp(dist.irecv, out, peer(-1), c.group)]
+        for request in dist.batch_isend_irecv(ops):
+            request.wait()
+
+    def checker():
+        src.fill_(c.rank % 256)
+        run()
+        c.expect("received", out, c.full(c.count, ((c.rank - 1) % c.n) % 256))
+
+    return run, checker, {"input": src, "output": out}
+
+
+_BUILDERS = {
+    "all_reduce": _all_reduce,
+    "all_gather": _all_gather,
+    "reduce_scatter": _reduce_scatter,
+    "all_to_all": _all_to_all,
+    "broadcast": _broadcast,
+    "send_recv": _send_recv,
+}
