@@ -221,8 +221,7 @@ def tune(
     """
     if timer_factory is not None:
         check_strategy(strategy)  # fail before minutes of compiling, not after
-    space = tunable.space(problem)
-    enumeration = space.enumerate({**problem.context(), **arch_context(arch)})
+    enumeration = tunable.space(problem).enumerate({**problem.context(), **arch_context(arch)})
     report = None
     if static_pruning or timer_factory is None:
         report = prune(
@@ -252,25 +251,42 @@ def tune(
         ranking=candidates,
     )
     if not candidates:
-        by_rule = {rule: stats.removed for rule, stats in report.rules.items() if stats.removed}
-        removed = ", ".join(f"{rule} {count}" for rule, count in by_rule.items())
-        example = report.removed[0]
-        # Loosening the rules frees configs the rules removed, never ones that did not compile.
-        fix = (
-            "No config compiles for this problem: a shape or dtype the kernel cannot take (the error says "
-            "which), or the kernel itself (`tesserabench inspect` shows the whole error)"
-            if set(by_rule) == {"compile"}
-            else "Loosen the rules (--min-occupancy 0, --allow-spills) or change the space"
-        )
-        raise TuningError(
-            f"{tunable.name} {problem.label()} on {arch}: static pruning removed all {len(report.removed)} "
-            f"configs ({removed}); e.g. {example.config.label()}: {example.reason}. {fix}"
-        )
+        raise _all_pruned(tunable, problem, arch, report)
     if timer_factory is None:
         result.best = candidates[0].config
         return result
-
     evaluator = Evaluator(timer_factory, measure_budget, clock=clock)
+    _search_and_confirm(result, candidates, evaluator, strategy=strategy, budget=budget, seed=seed,
+                        confirm_runs=confirm_runs)  # fmt: skip
+    if cache is not None:
+        result.entry = _entry(tunable, problem, arch, result, device_name)
+        result.stale_dropped = cache.record(result.entry)
+        result.cache_path = cache.path
+    return result
+
+
+def _all_pruned(tunable: Tunable, problem: Problem, arch: str, report) -> TuningError:
+    """The error when static pruning left nothing: what removed how many, one example, the fix."""
+    by_rule = {rule: stats.removed for rule, stats in report.rules.items() if stats.removed}
+    removed = ", ".join(f"{rule} {count}" for rule, count in by_rule.items())
+    example = report.removed[0]
+    # Loosening the rules frees configs the rules removed, never ones that did not compile.
+    fix = (
+        "No config compiles for this problem: a shape or dtype the kernel cannot take (the error says "
+        "which), or the kernel itself (`tesserabench inspect` shows the whole error)"
+        if set(by_rule) == {"compile"}
+        else "Loosen the rules (--min-occupancy 0, --allow-spills) or change the space"
+    )
+    return TuningError(
+        f"{tunable.name} {problem.label()} on {arch}: static pruning removed all {len(report.removed)} "
+        f"configs ({removed}); e.g. {example.config.label()}: {example.reason}. {fix}"
+    )
+
+
+def _search_and_confirm(result: TuneResult, candidates: list[Candidate], evaluator: Evaluator, *, strategy: str,
+                        budget, seed: int, confirm_runs: int) -> None:  # fmt: skip
+    """Time ``candidates`` with ``strategy`` (the best-estimated ones first, as seeds, where the
+    static analysis ranked them), then the best against the runner-up; into ``result``."""
     result.strategy = strategy
     result.budget = resolve_budget(budget, strategy, len(candidates))
     has_estimates = any(c.estimate_ms is not None for c in candidates)
@@ -286,19 +302,14 @@ def tune(
     if not timed:
         first = result.trials[0]
         raise TuningError(
-            f"{tunable.name} {problem.label()} on {arch}: all {len(result.trials)} timed configs failed to run; "
-            f"e.g. {first.config.label()}: {first.error}"
+            f"{result.tunable} {result.problem.label()} on {result.arch}: all {len(result.trials)} timed configs "
+            f"failed to run; e.g. {first.config.label()}: {first.error}"
         )
     result.best, result.best_ms = timed[0].config, timed[0].median_ms
     if confirm_runs > 0:
         runner_up = timed[1].config if len(timed) > 1 else None
         result.significance = compare_best(evaluator, result.best, runner_up, runs=confirm_runs)
     result.search_seconds = evaluator.seconds
-    if cache is not None:
-        result.entry = _entry(tunable, problem, arch, result, device_name)
-        result.stale_dropped = cache.record(result.entry)
-        result.cache_path = cache.path
-    return result
 
 
 def _entry(tunable: Tunable, problem: Problem, arch: str, result: TuneResult, device_name: str | None) -> dict:
