@@ -192,63 +192,22 @@ def _live_gpu():
 
 
 def _tune(args, out, err) -> int:
-    from pytest_tesserabench.inspect.archs import default_archs, parse_archs
     from pytest_tesserabench.record import files
 
     from .cache import TuningCache
     from .measure import TUNING_BUDGET, gpu_timer_factory
     from .pruning import PruneRules, default_analysis_cache, worker_count
     from .space import SpaceError
-    from .strategies import StrategyError, check_strategy
-    from .tunable import TunableError, load_tunable
+    from .strategies import StrategyError
+    from .tunable import TunableError
     from .tuner import TuningError, tune
 
-    if not args.tunable:
-        raise UsageError("name the tunable (e.g. tesserabench tune kernels.matmul:TUNABLE) or pass --show")
-    if args.max_time is not None and not args.max_time > 0:
-        raise UsageError(f"--max-time {args.max_time}: must be a positive number of seconds")
-    try:
-        tunable = load_tunable(args.tunable)
-        problems = _problems(tunable, args)
-        archs = parse_archs(args.arch) if args.arch else default_archs()
-    except (TunableError, ValueError) as error:
-        raise UsageError(str(error)) from None
+    tunable, problems, archs = _what_to_tune(args)
     live = _live_gpu()
-    measured_archs = set()
-    if live and not args.static and tunable.runner is not None:
-        measured_archs = {live[0]}
-        try:
-            check_strategy(args.strategy)
-        except StrategyError as error:
-            raise UsageError(str(error)) from None
-    static_archs = [arch for arch in archs if arch not in measured_archs]
-    if args.no_prune and static_archs:
-        raise UsageError(
-            f"--no-prune needs a GPU of the target architecture: without one ({', '.join(static_archs)}) the "
-            "ranking comes from the compiled configs"
-        )
-    if static_archs:
-        why = "--static" if args.static else ("no GPU here" if not live else f"the GPU here is {live[0]}")
-        print(
-            f"{why}: {', '.join(static_archs)} configs are pruned and RANKED BY A STATIC ESTIMATE, not measured; "
-            "nothing is written to the tuning cache"
-            + (
-                f" (--strategy {args.strategy} and --budget choose what is timed: not used there)"
-                if args.strategy != "exhaustive"
-                else ""
-            ),
-            file=out,
-        )
-    rules = PruneRules(spills=not args.allow_spills, min_occupancy=args.min_occupancy)
+    measured_archs = _measured_archs(args, tunable, archs, live, out)
     cache = TuningCache(args.cache)
-    # Fail before minutes of compiling and timing, not after.
-    outputs = [("--json", Path(args.json))] if args.json not in (None, "-") else []
-    if measured_archs:
-        outputs.append(("--cache", cache.path))
-    for option, path in outputs:
-        problem = files.check_writable_file(path)
-        if problem:
-            raise UsageError(f"{option} {path} {problem}")
+    _check_outputs(args, cache if measured_archs else None)  # before minutes of compiling, not after
+    rules = PruneRules(spills=not args.allow_spills, min_occupancy=args.min_occupancy)
     measure_budget = (
         TUNING_BUDGET if args.max_time is None else dataclasses.replace(TUNING_BUDGET, max_time=args.max_time)
     )
@@ -295,6 +254,65 @@ def _tune(args, out, err) -> int:
         else:
             files.write_json(Path(args.json), document)
     return status
+
+
+def _what_to_tune(args):
+    """(the tunable, its problems, the archs) the command line names; UsageError otherwise."""
+    from pytest_tesserabench.inspect.archs import default_archs, parse_archs
+
+    from .tunable import TunableError, load_tunable
+
+    if not args.tunable:
+        raise UsageError("name the tunable (e.g. tesserabench tune kernels.matmul:TUNABLE) or pass --show")
+    if args.max_time is not None and not args.max_time > 0:
+        raise UsageError(f"--max-time {args.max_time}: must be a positive number of seconds")
+    try:
+        tunable = load_tunable(args.tunable)
+        return tunable, _problems(tunable, args), parse_archs(args.arch) if args.arch else default_archs()
+    except (TunableError, ValueError) as error:
+        raise UsageError(str(error)) from None
+
+
+def _measured_archs(args, tunable, archs, live, out) -> set[str]:
+    """The archs timed on the GPU here (its own, unless --static); the others are ranked by the
+    static estimate, which is said once, with what of the command line does not apply there."""
+    from .strategies import StrategyError, check_strategy
+
+    measured = set()
+    if live and not args.static and tunable.runner is not None:
+        measured = {live[0]}
+        try:
+            check_strategy(args.strategy)
+        except StrategyError as error:
+            raise UsageError(str(error)) from None
+    static_archs = [arch for arch in archs if arch not in measured]
+    if args.no_prune and static_archs:
+        raise UsageError(
+            f"--no-prune needs a GPU of the target architecture: without one ({', '.join(static_archs)}) the "
+            "ranking comes from the compiled configs"
+        )
+    if static_archs:
+        why = "--static" if args.static else ("no GPU here" if not live else f"the GPU here is {live[0]}")
+        unused = f" (--strategy {args.strategy} and --budget choose what is timed: not used there)"
+        print(
+            f"{why}: {', '.join(static_archs)} configs are pruned and RANKED BY A STATIC ESTIMATE, not measured; "
+            "nothing is written to the tuning cache" + (unused if args.strategy != "exhaustive" else ""),
+            file=out,
+        )
+    return measured
+
+
+def _check_outputs(args, cache) -> None:
+    """--json and (when something is measured) the tuning cache are writable; UsageError otherwise."""
+    from pytest_tesserabench.record import files
+
+    outputs = [("--json", Path(args.json))] if args.json not in (None, "-") else []
+    if cache is not None:
+        outputs.append(("--cache", cache.path))
+    for option, path in outputs:
+        problem = files.check_writable_file(path)
+        if problem:
+            raise UsageError(f"{option} {path} {problem}")
 
 
 def _show(args, out) -> int:
