@@ -10,15 +10,19 @@ from __future__ import annotations
 import math
 import os
 
+from pytest_tesserabench.history.baseline import BaselineError, BaselineLocked
+from pytest_tesserabench.record import files
+from pytest_tesserabench.record.units import format_ms
+from pytest_tesserabench.report.csv_report import csv_text
+from pytest_tesserabench.report.markdown_report import markdown_summary
 from pytest_tesserabench.report.safe_text import printable
+from pytest_tesserabench.report.terminal import run_notes
 
 GITHUB_SUMMARY = "GITHUB_STEP_SUMMARY"
 
 
 def write_outputs(state, reporter, *, interrupted: bool) -> bool:
     """Write what the settings ask for; True when something could not be written."""
-    from pytest_tesserabench.history.baseline import BaselineError, BaselineLocked
-    from pytest_tesserabench.record.units import format_ms
 
     settings = state.settings
     failed = False
@@ -88,9 +92,6 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
 
 
 def _write_reports(state, say, error, config) -> None:
-    from pytest_tesserabench.record import files
-    from pytest_tesserabench.report.markdown_report import markdown_summary
-    from pytest_tesserabench.report.terminal import run_notes
 
     settings = state.settings
     data = state.report_data(run_notes(state, config))
@@ -118,8 +119,6 @@ def _write_reports(state, say, error, config) -> None:
         else:
             say(f"tesserabench: wrote the markdown summary to {settings.md_path}")
     if settings.csv_path is not None:
-        from pytest_tesserabench.report.csv_report import csv_text
-
         try:
             files.write_atomic(settings.csv_path, csv_text(data.records, data.verdicts))
         except OSError as exc:

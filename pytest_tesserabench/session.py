@@ -5,6 +5,10 @@ It lives on ``config.stash`` and composes the parts, each with one concern:
 ``BaselineComparison`` (the baseline and the gate), and the records the session collected (on the
 xdist controller: the records its workers sent back). It judges a test's records and writes the
 run's files; the hooks in plugin.py only call it.
+
+Every pytest session makes one, with or without --bench, so the modules only measuring and
+judging need (the gate, baselines, reports: numpy and scipy behind them) are imported inside the
+methods that use them; tests/plugin/test_xdist.py checks that a plain run imports nothing heavy.
 """
 
 from __future__ import annotations
