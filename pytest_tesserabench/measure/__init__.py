@@ -1,4 +1,5 @@
-"""Measuring: the ``bench`` fixture (``fixture``), the sampling plan and stopping rule
+"""Measuring: the ``bench`` fixture (``fixture``) and its time limit (``time_limit``), the
+sampling plan and stopping rule
 (``sampling``), the timers (``timing``: CPU, CUDA events, CUDA graphs, the L2 flush outside the
 timed window), interleaved passes (``passes``), precision policies and accuracy (``precision``,
 ``accuracy``), what a measurement uses besides its timer (``instruments``: the device lock,
