@@ -17,7 +17,7 @@ import pytest
 
 from pytest_tesserabench.measure.instruments import Instruments
 from pytest_tesserabench.measure.precision import Precision
-from pytest_tesserabench.measure.time_limit import time_limit
+from pytest_tesserabench.measure.time_limit import budget_s, time_limit
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.record.results import GPU_TIMERS, BenchRecord, Sampling, Stats
 
@@ -96,6 +96,8 @@ class Bench:
                 raise
         label = getattr(fn, "__qualname__", None) or repr(fn)
         limit = self._settings.timeout
+        if limit:
+            limit += budget_s(self._settings)
         if limit and self._settings.ab:  # the served processes' own limits fire first: they name the side that hung
             limit += SERVED_SPEAK_FIRST_S
         with time_limit(limit, f"bench({label}{'' if name is None else f', name={name!r}'})"):

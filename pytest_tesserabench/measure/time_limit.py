@@ -23,6 +23,23 @@ import time
 import pytest
 
 
+def budget_s(settings) -> float:
+    """What a bench() call may take by design, on top of which ``--bench-timeout`` counts: its
+    warm-up and measurement (an A/B interleave runs up to twice the budget, then settles), and
+    under --bench-ab every served process's warm-up, which happen one at a time. A budget larger
+    than the limit must not read as a hang."""
+    seconds = settings.warmup + 2 * settings.max_time
+    if settings.ab:
+        seconds += ab_waits_s(settings)
+    return seconds
+
+
+def ab_waits_s(settings) -> float:
+    """What an A/B call waits for besides its own measuring: its settling, and every served
+    process's warm-up (one at a time). A served process's limit is given it with this added."""
+    return settings.settle_time + 2 * settings.ab_processes * settings.warmup
+
+
 @contextlib.contextmanager
 def time_limit(seconds: float, what: str):
     """Fail the test when the block has run ``seconds`` (0: no limit); ``what``: the call, for
@@ -38,9 +55,9 @@ def time_limit(seconds: float, what: str):
     def expired(signum, frame):
         __tracebackhide__ = True
         pytest.fail(
-            f"{what} did not return within {seconds:g} s (--bench-timeout): the test fails here and the rest of "
-            "the run goes on; if the call is this slow by design, raise the limit (--bench-timeout=SECONDS, 0 for "
-            "none)",
+            f"{what} did not return within {seconds:.0f} s (--bench-timeout past its measuring budget): the test "
+            "fails here and the rest of the run goes on; if the call is this slow by design, raise the limit "
+            "(--bench-timeout=SECONDS, 0 for none)",
             pytrace=True,
         )
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from pytest_tesserabench.machine import threads
 from pytest_tesserabench.measure.sampling import Plan
+from pytest_tesserabench.measure.time_limit import ab_waits_s
 from pytest_tesserabench.processes import leftovers
 from pytest_tesserabench.processes.lead_bound import lead_environment
 
@@ -70,7 +71,8 @@ def measurement_args(settings) -> list[str]:
         f"--bench-max-time={settings.max_time}",
         f"--bench-min-rounds={settings.min_rounds}",
         f"--bench-warmup={settings.warmup}",
-        f"--bench-timeout={settings.timeout}",
+        # (a served process also waits for what its own budget does not count: time_limit.ab_waits_s)
+        f"--bench-timeout={settings.timeout + ab_waits_s(settings) if settings.timeout else 0}",
         f"--bench-timer={settings.timer}",
         f"--bench-interpret={settings.interpret}",
     ]

@@ -198,17 +198,30 @@ def test_a_call_that_never_returns_fails_its_test_and_the_run_goes_on(pytester, 
             bench(time.sleep, 0.002)
     """)
     result = pytester.runpytest_subprocess(
-        "--bench", "--bench-timeout=2", f"--bench-json={out}", "-p", "no:randomly", *fast, timeout=300
+        "--bench", "--bench-timeout=5", f"--bench-json={out}", "-p", "no:randomly", *fast, timeout=300
     )
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*bench(hangs_later) did not return within 2 s (--bench-timeout): the test fails here and the rest*",
-            "*bench(sleep, name='sleepy') did not return within 2 s (--bench-timeout)*",
+            "*bench(hangs_later) did not return within 5 s (--bench-timeout past its measuring budget): the test "
+            "fails here and the rest*",
+            "*bench(sleep, name='sleepy') did not return within 5 s (--bench-timeout past *",
         ]
     )
     measured = json.loads(out.read_text())["benchmarks"]
     assert sorted(i.split("::")[1] for i in measured) == ["test_fine", "test_no_limit"]
+
+
+def test_the_time_limit_counts_past_what_the_call_may_take_by_design():
+    """A budget larger than --bench-timeout is not a hang: the limit counts past it (under A/B,
+    past the settling and every served process's warm-up too)."""
+    from pytest_tesserabench.measure.time_limit import ab_waits_s, budget_s
+    from pytest_tesserabench.options import Settings
+
+    plain = Settings(max_time=3600.0, warmup=1.0)
+    assert budget_s(plain) == 1.0 + 2 * 3600.0
+    ab = Settings(max_time=1.0, warmup=0.1, ab="main", ab_processes=8, settle_time=2.0)
+    assert ab_waits_s(ab) == 2.0 + 16 * 0.1 and budget_s(ab) == 0.1 + 2.0 + ab_waits_s(ab)
 
 
 def test_the_time_limit_leaves_an_earlier_timer_to_fire_and_rearms_a_later_one():
