@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 
 from pytest_tesserabench.history.baseline import BaselineError, BaselineLocked
 from pytest_tesserabench.record import files
@@ -127,9 +128,17 @@ def _write_reports(state, say, error, config) -> None:
             say(f"tesserabench: wrote {measured} row(s) to {settings.csv_path}")
     summary = os.environ.get(GITHUB_SUMMARY)
     if summary and settings.github_summary and measured:
+        kind = _not_a_regular_file(summary)
+        if kind is not None:
+            say(
+                f"tesserabench: the summary was not written to {GITHUB_SUMMARY}={summary}: it is {kind}, "
+                "not a regular file; the run is unaffected (point it at a file, or ini "
+                "bench_github_summary=false turns this off)",
+                yellow=True,
+            )
+            return
         try:
-            with open(summary, "a", encoding="utf-8") as stream:  # appended: other steps write there too
-                stream.write(markdown)
+            _append(summary, markdown)
         except OSError as exc:
             say(
                 f"tesserabench: warning: could not append the summary to {GITHUB_SUMMARY}={summary} "
@@ -138,3 +147,31 @@ def _write_reports(state, say, error, config) -> None:
             )
         else:
             say(f"tesserabench: appended the summary to {GITHUB_SUMMARY}")
+
+
+def _not_a_regular_file(path: str) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (a FIFO, a device, a folder), else
+    None: opening a FIFO nobody reads blocks forever, and a device may swallow or refuse the text."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None  # absent (created on append) or unreadable: the append's own error says which
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "neither a file nor a folder"
+
+
+def _append(path: str, text: str) -> None:
+    """Appended, since other steps write there too. O_NONBLOCK: should the path become a FIFO
+    between the check and the open, the open fails (ENXIO) instead of waiting for a reader."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o666)
+    with open(fd, "a", encoding="utf-8") as stream:
+        stream.write(text)

@@ -200,8 +200,9 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
 
 def _interrupt_on_sigterm():
     """CI cancels a job with SIGTERM, which would kill the session outright and leave the A/B
-    worktree and the served processes' folders behind: take it as Ctrl-C instead, so pytest
-    unwinds and cleans up. Returns the handler it replaced (None: left alone)."""
+    worktree and the served processes' folders behind (--bench-ab's, and the fresh processes of a
+    save or --bench-confirm): take it as Ctrl-C instead, so pytest unwinds and cleans up, and an
+    interrupted save writes nothing. Returns the handler it replaced (None: left alone)."""
     import signal
     import threading
 
@@ -665,6 +666,8 @@ class SessionHooks:
                 extra_args=_inifile(item),
                 test_files=list(dict.fromkeys(nodeid.split("::", 1)[0] for nodeid in benchmarks)),
             )
+            if state.sigterm is None:  # (--bench-ab took it already)
+                state.sigterm = _interrupt_on_sigterm()
         return state.process_pool
 
     def _end_test_on_both_sides(self, item: pytest.Item) -> None:
@@ -782,11 +785,12 @@ class SessionHooks:
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         state = self.state
-        if state.ab is not None:
-            if state.sigterm is not None:
-                import signal
+        if state.sigterm is not None:
+            import signal
 
-                signal.signal(signal.SIGTERM, state.sigterm)
+            signal.signal(signal.SIGTERM, state.sigterm)
+            state.sigterm = None
+        if state.ab is not None:
             state.ab.close()
             if not state.is_worker:  # the controller (or the only process) owns the worktree
                 from pytest_tesserabench.ab.worktree import remove

@@ -35,7 +35,7 @@ class BenchSession:
         self.comparison: BaselineComparison | None = None
         self.ab = None  # ab.lead.ABLead with --bench-ab (in the process that runs tests)
         self.reference = None  # ab.worktree.Reference with --bench-ab (every process)
-        self.sigterm = None  # with --bench-ab: SIGTERM's handler before the lead took it as Ctrl-C
+        self.sigterm = None  # with --bench-ab or fresh processes: SIGTERM's handler before the lead took it as Ctrl-C
         self.measurer = None  # how bench() measures: sampling.LocalMeasurer, or a side of A/B
         self.passes = None  # passes.Passes when this run measures in interleaved passes
         self.passes_not_possible: str | None = None  # why not, when they were asked for

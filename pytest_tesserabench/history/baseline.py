@@ -66,9 +66,11 @@ class Baseline:
     machine_key: str
     runs: list[RunDocument] = field(default_factory=list)
     path: Path | None = None
+    other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, written back as they were
 
     def to_json(self) -> dict:
         return {
+            **self.other,
             "schema": SCHEMA,
             "name": self.name,
             "machine_key": self.machine_key,
@@ -119,7 +121,8 @@ def _parse_baseline(path: Path, data: Any, machine_key: str | None) -> Baseline:
         raise BaselineError(
             f"{path}: {exc}; fix that value (or delete that run) by hand, or restore the file from version control"
         ) from None
-    return Baseline(name=name, machine_key=key, runs=parsed, path=path)
+    other = {k: v for k, v in data.items() if k not in ("schema", "name", "machine_key", "runs")}
+    return Baseline(name=name, machine_key=key, runs=parsed, path=path, other=other)
 
 
 def load_baseline(path: Path, *, machine_key: str | None) -> Baseline | None:
@@ -165,7 +168,8 @@ def save_run(
             files.remove_stale_temporaries(path)
             existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
             runs = kept_runs([*(existing.runs if existing else []), entry], history)
-            files.write_json(path, Baseline(name, machine_key, runs).to_json())
+            other = existing.other if existing else {}
+            files.write_json(path, Baseline(name, machine_key, runs, other=other).to_json())
         finally:
             held_lock.release(lock)
     except held_lock.LockWaitTimeout as exc:

@@ -250,16 +250,25 @@ def remove_stale_temporaries(path: Path) -> int:
     return removed
 
 
+# The lock files in the temp folder are a fixed set of slots, not one per file ever written: one per
+# path would pile up without bound on a long-lived machine, and removing a lock file after release
+# is racy (a waiter may already hold the removed file open while a newcomer locks a new one). Two
+# paths that share a slot only take turns for the moment a save takes.
+LOCK_SLOTS = 64
+
+
 def lock_for(path: Path, *, timeout: float = -1):
     """A lock that serialises the writers of ``path`` (a filelock.FileLock), kept out of the
     user's folders: a lock file beside a committed baseline is clutter in every review. It lives in
-    the system temp folder, named by a hash of the file's real path, world-writable so that every
-    user of the machine shares it; where that folder cannot be used, beside the file."""
+    the system temp folder, in one of ``LOCK_SLOTS`` files chosen by a hash of the file's real
+    path, world-writable so that every user of the machine shares it; where that folder cannot be
+    used, beside the file. Never hold two at once: two paths may share a slot."""
     import hashlib
 
     from filelock import FileLock
 
-    name = hashlib.sha256(os.path.realpath(path).encode()).hexdigest()[:24] + ".lock"
+    slot = int.from_bytes(hashlib.sha256(os.path.realpath(path).encode()).digest()[:8], "big") % LOCK_SLOTS
+    name = f"slot-{slot:02d}.lock"
     folder = Path(tempfile.gettempdir()) / "tesserabench-locks"
     try:
         folder.mkdir(exist_ok=True)

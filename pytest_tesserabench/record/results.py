@@ -172,9 +172,15 @@ def _finite_or_none(value: Any) -> Any:
 
 
 def _extra_keys(data: dict, known: tuple[str, ...], where: str) -> dict:
+    """The keys of ``data`` this version does not read: a newer version wrote them, and a file
+    this version rewrites (a baseline it appends to) must give them back unchanged."""
     extra = {k: v for k, v in data.items() if k not in known}
     _plain_json(extra, where)
     return extra
+
+
+def _known(cls) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(cls) if f.name != "other")
 
 
 def _commit(value: Any, where: str) -> dict:
@@ -205,6 +211,7 @@ class Stats:
     samples: int
     outliers: int = 0
     noisy: bool = False
+    other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, written back as they were
 
     @property
     def ci_halfwidth(self) -> float:
@@ -213,9 +220,9 @@ class Stats:
         return (hi - lo) / 2 / self.median_ms if self.median_ms > 0 else 0.0
 
     def to_json(self) -> dict:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "other"}
         data["ci95_ms"] = list(self.ci95_ms)
-        return data
+        return {**self.other, **data}
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Stats:
@@ -241,6 +248,7 @@ class Stats:
             samples=_count(data.get("samples", data.get("rounds")), f"{where}.samples"),
             outliers=_count(data.get("outliers", 0), f"{where}.outliers"),
             noisy=_bool(data.get("noisy", False), f"{where}.noisy"),
+            other=_extra_keys(data, _known(cls), where),
         )
 
     @classmethod
@@ -282,11 +290,12 @@ class Sampling:
     others_wall_s: float = 0.0  # the wall time of those rounds
     passes: int = 1  # interleaved passes over the suite the rounds were taken in
     pass_rounds: tuple[int, ...] = ()  # rounds per pass, in order (several passes; settling adds to the last)
+    other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, written back as they were
 
     def to_json(self) -> dict:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "other"}
         data["pass_rounds"] = list(self.pass_rounds)
-        return data
+        return {**self.other, **data}
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> Sampling:
@@ -310,6 +319,7 @@ class Sampling:
             ),
             passes=_count(data.get("passes", 1), f"{where}.passes"),
             pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
+            other=_extra_keys(data, _known(cls), where),
         )
 
 

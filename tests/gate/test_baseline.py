@@ -1,6 +1,7 @@
 import json
 import multiprocessing
 import subprocess
+import tempfile
 
 import pytest
 
@@ -14,6 +15,7 @@ from pytest_tesserabench.history.baseline import (
     save_run,
     validate_name,
 )
+from pytest_tesserabench.record import files
 from pytest_tesserabench.record.results import RunDocument, Verdict
 
 KEY = "cpu-x86-64-test"
@@ -76,6 +78,17 @@ def test_save_appends_keeps_history_and_strips_samples(tmp_path):
     loaded = load_baseline(path, machine_key=KEY)
     assert [run.started for run in loaded.runs] == ["t1", "t2", "t3"] and loaded.name == "main"
     assert sorted(p.name for p in path.parent.iterdir()) == [f"{KEY}.json"]  # no lock file beside it
+
+
+def test_saving_to_many_baselines_leaves_no_more_lock_files_than_the_slots(tmp_path, monkeypatch):
+    locks_tmp = tmp_path / "tmp"
+    locks_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(locks_tmp))
+    for i in range(3 * files.LOCK_SLOTS):
+        save_run(tmp_path / "baselines", f"b{i}", KEY, make_run(i), say=lambda message: None)
+    lock_files = list((locks_tmp / "tesserabench-locks").glob("*.lock"))
+    assert 0 < len(lock_files) <= files.LOCK_SLOTS
+    assert not list((locks_tmp / "tesserabench-locks").glob("*.holder.json"))  # every lock was released
 
 
 def test_history_is_kept_per_benchmark_so_a_save_of_one_does_not_push_the_others_out(tmp_path):

@@ -3,8 +3,10 @@ HTML report; and the paths and dependencies they need, checked before anything i
 
 import csv
 import json
+import os
 import re
 import sys
+import threading
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -178,6 +180,43 @@ def test_an_unwritable_step_summary_warns_and_never_fails_the_run(project, monke
     assert result.ret == 0
     result.stdout.fnmatch_lines(["*warning: could not append the summary to GITHUB_STEP_SUMMARY=*no-such-folder*"])
     assert "Traceback" not in result.stdout.str()
+
+
+def test_a_step_summary_that_is_a_fifo_is_not_written_and_never_blocks_the_run(project, monkeypatch, tmp_path):
+    fifo = tmp_path / "summary-fifo"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(fifo))
+    done = threading.Event()
+    drained = []
+
+    def unblock_a_hung_run():
+        # A safety net only: should the run open the FIFO, it would wait forever for a reader;
+        # this reader lets it finish so that the assertions below fail instead of the suite hanging.
+        if done.wait(120):
+            return
+        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as stream:
+            while not done.is_set():
+                try:
+                    chunk = stream.read()
+                except BlockingIOError:
+                    chunk = None
+                if chunk:
+                    drained.append(chunk)
+                done.wait(0.05)
+
+    safety = threading.Thread(target=unblock_a_hung_run, daemon=True)
+    safety.start()
+    try:
+        result = project.runpytest("--bench", *ARGS)
+    finally:
+        done.set()
+        safety.join()
+    result.assert_outcomes(passed=3)
+    assert result.ret == 0 and not drained
+    result.stdout.fnmatch_lines(
+        ["*the summary was not written to GITHUB_STEP_SUMMARY=*summary-fifo: it is a FIFO (named pipe), not a regular*"]
+    )
 
 
 @pytest.mark.parametrize("option", ["--bench-md", "--bench-csv", "--bench-html"])
