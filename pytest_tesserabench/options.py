@@ -447,6 +447,14 @@ OPTIONS: tuple[Option, ...] = (
     _option("bench_md", "measure and write a markdown summary (verdicts, regressions, a table)", _path, "PATH"),
     _option("bench_csv", "measure and write one CSV row per benchmark (units in the header)", _path, "PATH"),
     _option(
+        "bench_openmetrics",
+        "measure and write the run as metrics for a dashboard: the OpenMetrics text format, or the Prometheus "
+        "one for a PATH ending in .prom (node-exporter's textfile collector, a Pushgateway); needs the "
+        "'metrics' extra",
+        _path,
+        "PATH",
+    ),
+    _option(
         "bench_columns",
         f"columns of the terminal table and the markdown summary, from {', '.join(COLUMN_KEYS)}",
         parse_columns,
@@ -552,6 +560,7 @@ class Settings:
     html_path: Path | None = None
     md_path: Path | None = None
     csv_path: Path | None = None
+    openmetrics_path: Path | None = None
     columns: tuple[str, ...] | None = None  # None: the report's defaults (more with -v)
     sort: str = "id"
     group_by: tuple[str, ...] = ("group",)
@@ -612,6 +621,7 @@ _FIELD = {
     "bench_html": "html_path",
     "bench_md": "md_path",
     "bench_csv": "csv_path",
+    "bench_openmetrics": "openmetrics_path",
     "bench_columns": "columns",
     "bench_sort": "sort",
     "bench_group_by": "group_by",
@@ -623,11 +633,12 @@ _FIELD = {
 # to do when measuring: a project that keeps bench_json in pyproject.toml must not make every
 # plain `pytest` run measure.
 _IMPLY_BENCH = (
-    "save", "compare", "ncu", "trace_dir", "json_path", "html_path", "md_path", "csv_path", "only", "ab", "ab_serve"
+    "save", "compare", "ncu", "trace_dir", "json_path", "html_path", "md_path", "csv_path", "openmetrics_path",
+    "only", "ab", "ab_serve",
 )  # fmt: skip
 _IMPLY_BENCH_FROM_INI = ("save", "compare", "ab")
 _SERVED_IGNORES = (
-    "save", "compare", "ab", "json_path", "html_path", "md_path", "csv_path", "ncu", "trace_dir"
+    "save", "compare", "ab", "json_path", "html_path", "md_path", "csv_path", "openmetrics_path", "ncu", "trace_dir"
 )  # fmt: skip
 
 
@@ -699,6 +710,7 @@ def _check_outputs(settings: Settings) -> None:
             ("html_path", "--bench-html", "report.html"),
             ("md_path", "--bench-md", "summary.md"),
             ("csv_path", "--bench-csv", "results.csv"),
+            ("openmetrics_path", "--bench-openmetrics", "bench.prom"),
         )
     ]
     if settings.save:

@@ -16,6 +16,7 @@ from pytest_tesserabench.record import files
 from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report.csv_report import csv_text
 from pytest_tesserabench.report.markdown_report import markdown_summary
+from pytest_tesserabench.report.openmetrics import metrics_text
 from pytest_tesserabench.report.safe_text import printable
 from pytest_tesserabench.report.terminal import run_notes
 
@@ -46,7 +47,8 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             error(f"--bench-json={settings.json_path}: cannot write the results: {exc}")
         else:
             say(f"tesserabench: wrote {len(state.records)} benchmark(s) to {settings.json_path}")
-    if any((settings.html_path, settings.md_path, settings.csv_path)) or os.environ.get(GITHUB_SUMMARY):
+    reports = (settings.html_path, settings.md_path, settings.csv_path, settings.openmetrics_path)
+    if any(reports) or os.environ.get(GITHUB_SUMMARY):
         _write_reports(state, say, error, reporter.config if reporter is not None else None)
     if settings.save:
         if interrupted:
@@ -126,6 +128,13 @@ def _write_reports(state, say, error, config) -> None:
             error(f"--bench-csv={settings.csv_path}: cannot write the table: {exc}")
         else:
             say(f"tesserabench: wrote {measured} row(s) to {settings.csv_path}")
+    if settings.openmetrics_path is not None:
+        try:
+            files.write_atomic(settings.openmetrics_path, metrics_text(data, settings.openmetrics_path))
+        except OSError as exc:
+            error(f"--bench-openmetrics={settings.openmetrics_path}: cannot write the metrics: {exc}")
+        else:
+            say(f"tesserabench: wrote the metrics of {measured} benchmark(s) to {settings.openmetrics_path}")
     summary = os.environ.get(GITHUB_SUMMARY)
     if summary and settings.github_summary and measured:
         kind = _not_a_regular_file(summary)

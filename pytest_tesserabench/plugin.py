@@ -413,6 +413,12 @@ class SessionHooks:
             missing = missing_dependency()
             if missing:
                 raise pytest.UsageError(f"--bench-html={settings.html_path}: {missing}")
+        if settings.openmetrics_path is not None:
+            from pytest_tesserabench.report import openmetrics
+
+            missing = openmetrics.missing_dependency()
+            if missing:
+                raise pytest.UsageError(f"--bench-openmetrics={settings.openmetrics_path}: {missing}")
         if settings.ncu and not state.is_worker:
             from pytest_tesserabench.machine import profiling
 

@@ -102,6 +102,45 @@ def test_csv_has_one_row_per_record_with_units_in_its_header(project):
     assert work[IDS[0]]["verdict"] == ""  # not compared
 
 
+@pytest.mark.parametrize("name", ["bench.txt", "bench.prom"])
+def test_the_run_as_metrics_reads_back_with_prometheus_own_parsers(project, monkeypatch, name):
+    """--bench-openmetrics: the OpenMetrics text format (the Prometheus one for .prom, which
+    node-exporter's textfile collector reads), parsed by the client's own parser."""
+    pytest.importorskip("prometheus_client")
+    if name.endswith(".prom"):
+        from prometheus_client.parser import text_string_to_metric_families
+    else:
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
+    write_baseline(project)
+    monkeypatch.setenv("SLOWER", "1.5")
+    result = project.runpytest("--bench-compare=main", f"--bench-openmetrics={name}", "--bench-json=run.json", *ARGS)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines([f"tesserabench: wrote the metrics of 5 benchmark(s) to {name}"])
+    families = {f.name: f for f in text_string_to_metric_families((project.path / name).read_text())}
+    run = json.loads((project.path / "run.json").read_text())["benchmarks"]
+    medians = {s.labels["benchmark"]: s.value for s in families["tesserabench_median_seconds"].samples}
+    assert medians == pytest.approx({i: run[i]["stats"]["median_ms"] / 1e3 for i in IDS})
+    sample = next(s for s in families["tesserabench_median_seconds"].samples if s.labels["benchmark"] == IDS[2])
+    assert sample.labels["group"] == "test_k.py::test_work" and sample.labels["machine"]
+    flops = {s.labels["benchmark"]: s.value for s in families["tesserabench_throughput_flops"].samples}
+    assert flops[IDS[2]] == pytest.approx(4e9 * 2 / (run[IDS[2]]["stats"]["median_ms"] / 1e3), rel=1e-6)
+    verdict = "tesserabench_verdict"
+    states = {(s.labels["benchmark"], s.labels[verdict]): s.value for s in families[verdict].samples}
+    assert states[(IDS[2], "REGRESSED")] == 1 and states[(IDS[2], "UNCHANGED")] == 0
+    assert states[(IDS[0], "UNCHANGED")] == 1
+    ratios = {s.labels["benchmark"]: s.value for s in families["tesserabench_change_ratio"].samples}
+    assert 1.4 < ratios[IDS[2]] < 1.6
+
+
+def test_metrics_without_the_client_is_a_usage_error_naming_the_extra(project, monkeypatch):
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None if name == "prometheus_client" else 1)
+    result = project.runpytest("--bench-openmetrics=bench.prom", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--bench-openmetrics=bench.prom: *prometheus-client*[[]metrics[]]*"])
+    assert not (project.path / "bench.prom").exists()
+
+
 def test_markdown_summary_puts_counts_then_regressions_then_the_table(project, monkeypatch):
     write_baseline(project)
     monkeypatch.setenv("SLOWER", "1.5")
