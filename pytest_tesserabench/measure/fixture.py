@@ -96,10 +96,8 @@ class Bench:
                 raise
         label = getattr(fn, "__qualname__", None) or repr(fn)
         limit = self._settings.timeout
-        if limit:
-            limit += budget_s(self._settings)
-        if limit and self._settings.ab:  # the served processes' own limits fire first: they name the side that hung
-            limit += SERVED_SPEAK_FIRST_S
+        if limit:  # under A/B the served processes' own limits fire first: they name the side that hung
+            limit += budget_s(self._settings) + (SERVED_SPEAK_FIRST_S if self._settings.ab else 0.0)
         with time_limit(limit, f"bench({label}{'' if name is None else f', name={name!r}'})"):
             return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
 

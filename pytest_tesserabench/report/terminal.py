@@ -351,8 +351,7 @@ def unresolved_line(verdicts, *, failing: bool = False, settle: str | None = Non
     timed = [v for v in verdicts.values() if v.ratio is not None and v.stage != "paired"]
     undecided = [v for v in timed if v.status == "INCONCLUSIVE"]
     if not undecided:
-        others = sum(v.status == "INCONCLUSIVE" for v in verdicts.values())
-        return f"{others} INCONCLUSIVE: {settle}" if settle and others else None
+        return None
     named = []
     for verdict in sorted(undecided, key=lambda v: -(v.detectable or 0.0))[:MAX_NAMED]:
         could = f" (it could catch {verdict.detectable:.0%} or more)" if verdict.detectable is not None else ""

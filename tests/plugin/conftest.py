@@ -1,10 +1,11 @@
+import tempfile
+
 # Imported once here: pytester's in-process runs drop modules first imported inside them, and
 # numpy refuses to be imported twice in one process.
 # Modules an in-process run would otherwise import, drop and import again on every run: the
 # hypothesis plugin (a pytest11 plugin, so each re-import is assertion-rewritten: seconds per run)
 # and the plugin's own lazily imported parts (a monkeypatch of them must reach the inner run).
 import filelock  # noqa: F401
-import hypothesis  # noqa: F401
 import numpy  # noqa: F401
 import pytest
 import rich.console  # noqa: F401
@@ -55,3 +56,13 @@ def steady_canary(monkeypatch):
 def no_ci_job_summary(monkeypatch):
     """The throwaway projects these tests run must not append to the real CI job's summary."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """A temp folder of this test's own: the locks other sessions share are never touched."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder

@@ -6,59 +6,17 @@ how long anything takes (the timeouts only bound the wait that must fail)."""
 import os
 import subprocess
 import sys
-import tempfile
 
 import filelock
 import pytest
+from lock_holder import HOLDER, start_holder, stop
 
 from pytest_tesserabench.record import held_lock
-
-HOLDER = """
-import sys, filelock
-from pytest_tesserabench.record import held_lock
-lock = filelock.FileLock(sys.argv[1], mode=0o666)
-held_lock.acquire(lock, timeout=60, say=print, what="the lock", option="--x")
-print("held", flush=True)
-sys.stdin.read()  # until the test closes our stdin
-held_lock.release(lock)
-"""
-
-
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch):
-    """A temp folder of this test's own: the measurement lock other sessions share is never touched."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
-
-
-def start_holder(lock_file):
-    script = lock_file.parent / "lock_holder.py"  # its name: what the holder's command line shows
-    script.write_text(HOLDER)
-    holder = subprocess.Popen(
-        [sys.executable, str(script), str(lock_file)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout.readline().strip() == "held"
-    return holder
-
-
-def stop(holder):
-    holder.stdin.close()
-    try:
-        holder.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_held_lock_at_the_start_names_its_holder_and_stops_the_run(pytester, private_tmp, fast):
     pytester.makepyfile("def test_a(bench):\n    bench(lambda: None)\n")
-    holder = start_holder(private_tmp / "tesserabench-measure.lock")
+    holder = start_holder(private_tmp / "tesserabench-measure.lock", private_tmp)
     try:
         # A process of its own, so that a wait that never ends fails this test (the timeout is only
         # that safety net) rather than hanging the suite.
@@ -124,7 +82,7 @@ def test_a_note_naming_a_dead_pid_is_called_a_leftover_and_the_live_holder_is_fo
     lock_file = private_tmp / "l.lock"
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()  # reaped: its pid names no process now
-    holder = start_holder(lock_file)
+    holder = start_holder(lock_file, lock_file.parent)
     try:
         held_lock.note_path(lock_file).write_text(f'{{"pid": {dead.pid}, "command": "x", "since": "y"}}')
         text, pid = held_lock.describe_holder(lock_file)

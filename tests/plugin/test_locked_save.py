@@ -5,36 +5,14 @@ the lock until told to let go; the timeouts only bound waits that must fail."""
 
 import re
 import shlex
-import subprocess
-import sys
-import tempfile
 
 import pytest
+from lock_holder import start_holder, stop
 
 from pytest_tesserabench import cli
 from pytest_tesserabench.history import baseline
 from pytest_tesserabench.machine.device import machine_key
 from pytest_tesserabench.record import files
-
-HOLDER = """
-import sys, filelock
-from pytest_tesserabench.record import held_lock
-lock = filelock.FileLock(sys.argv[1], mode=0o666)
-held_lock.acquire(lock, timeout=60, say=print, what="the lock", option="--x")
-print("held", flush=True)
-sys.stdin.read()  # until the test closes our stdin
-held_lock.release(lock)
-"""
-
-
-@pytest.fixture
-def private_tmp(tmp_path, monkeypatch):
-    """A temp folder of this test's own, where the baseline's lock file lives."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 def test_a_locked_baseline_keeps_the_run_and_tesserabench_save_saves_it_later(pytester, private_tmp, fast):
@@ -43,18 +21,12 @@ def test_a_locked_baseline_keeps_the_run_and_tesserabench_save_saves_it_later(py
     )
     path = baseline.baseline_path(pytester.path / "baselines", "main", machine_key())
     path.parent.mkdir(parents=True)
-    script = private_tmp / "lock_holder.py"
-    script.write_text(HOLDER)
-    holder = subprocess.Popen(
-        [sys.executable, str(script), files.lock_for(path).lock_file], stdin=subprocess.PIPE, stdout=subprocess.PIPE
-    )
+    holder = start_holder(files.lock_for(path).lock_file, private_tmp)
     try:
-        assert holder.stdout.readline().strip() == b"held"
         # A process of its own: a wait that never ends fails this test (the timeout: a safety net).
         result = pytester.runpytest_subprocess("--bench-save=main", "--bench-lock-timeout=1", *fast, timeout=300)
     finally:
-        holder.stdin.close()
-        holder.wait(timeout=60)
+        stop(holder)
     output = result.stdout.str()
     assert f"waiting for the lock of baseline {path}" in output and f"held by pid {holder.pid} (" in output
     assert "lock_holder.py" in output  # who holds it
