@@ -301,9 +301,23 @@ MUTATIONS = (
     Mutation(
         "the run's conditions soften verdicts, in the plugin and offline",
         "pytest_tesserabench/gate/pipeline.py",
-        "return conditions.review(records, verdicts, self.runs) if self.timings else verdicts",
+        "return conditions.review(records, verdicts, self.runs, self.config) if self.timings else verdicts",
         "return verdicts",
         ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "a crowded-out multi-threaded benchmark is not judged by its time",
+        "pytest_tesserabench/gate/conditions.py",
+        "verdicts = crowded(records, cpu_shared(records, verdicts), baseline_runs, config or GateConfig())",
+        "verdicts = cpu_shared(records, verdicts)",
+        ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
+        "the record carries the CPU its own process used",
+        "pytest_tesserabench/measure/fixture.py",
+        "                own_cpu_s=m.own_cpu_s,\n",
+        "",
+        ("tests/plugin/test_neighbours.py",),
     ),
     Mutation(
         "offline compare: the measuring order",

@@ -1,25 +1,71 @@
 """What the run's own conditions say about its verdicts against a baseline (history mode).
 
-The rule judges timings; two facts about how they were taken qualify it, and may only soften a
+The rule judges timings; three facts about how they were taken qualify it, and may only soften a
 verdict, never make one: a baseline measured in another number of passes (the two sides are
-centred differently: the verdict becomes INCONCLUSIVE) and a CPU other processes shared while a
-regression was timed (a note, with the way to confirm it). A/B mode needs neither: its pairs
-cancel what the machine does, and both sides ran on the same CPU.
+centred differently: the verdict becomes INCONCLUSIVE), a multi-threaded benchmark whose threads
+other processes crowded out (INCONCLUSIVE: its time then measures the scheduler), and a CPU other
+processes shared while a regression was timed (a note, with the way to confirm it). A/B mode needs
+none: its pairs cancel what the machine does, and both sides ran on the same CPU.
 """
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import replace
 
+from pytest_tesserabench.gate.config import GateConfig
 from pytest_tesserabench.machine import neighbours, run_queue
 from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 
 STAGE = "conditions"
 
 
-def review(records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument]):
+def review(
+    records: list[BenchRecord],
+    verdicts: dict[str, Verdict],
+    baseline_runs: list[RunDocument],
+    config: GateConfig | None = None,
+):
     """The verdicts once the run's conditions are taken into account."""
-    return passes_differ(records, cpu_shared(records, verdicts), baseline_runs)
+    verdicts = crowded(records, cpu_shared(records, verdicts), baseline_runs, config or GateConfig())
+    return passes_differ(records, verdicts, baseline_runs)
+
+
+def crowded(
+    records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument], config: GateConfig
+) -> dict[str, Verdict]:
+    """No timing decision for a multi-threaded benchmark whose threads other processes crowded
+    out: it kept more CPUs busy in the baseline than it got in this run, while other processes
+    used them. The run's shared shift cannot stand for what that did: a single-threaded benchmark
+    loses the time it waited for a CPU (left out of its samples), but a multi-threaded one waits at
+    every barrier for a thread that is not running, so it slows by whatever the scheduler makes of
+    it (a two-thread conv2d beside two busy processes on two CPUs: 1.1x to 64x from run to run, the
+    single-threaded benchmarks of the same runs within a few percent)."""
+    margin = config.crowded_cpus
+    verdicts = dict(verdicts)
+    for record in records:
+        verdict = verdicts.get(record.id)
+        if verdict is None or verdict.reasons or verdict.status not in ("REGRESSED", "IMPROVED"):
+            continue
+        usual = [run.benchmarks[record.id].own_cpus() for run in baseline_runs if record.id in run.benchmarks]
+        usual = [cpus for cpus in usual if cpus > 0]
+        if not usual or record.own_cpus() <= 0:
+            continue
+        had, got, others = statistics.median(usual), record.own_cpus(), record.others_cpus()
+        if had < 1 + margin or got > had - margin or others < neighbours.SHARED_CPUS:
+            continue
+        note = (
+            f"its threads got {got:.1f} CPUs, {had:.1f} in the baseline, while other processes kept {others:.1f} busy"
+        )
+        verdicts[record.id] = replace(
+            verdict,
+            status="INCONCLUSIVE",
+            stage=STAGE,
+            severity=None,
+            notes=(*verdict.notes, note),
+            hint_text=CROWDED,
+        )
+    return verdicts
 
 
 def cpu_shared(records: list[BenchRecord], verdicts: dict[str, Verdict]) -> dict[str, Verdict]:
@@ -92,6 +138,11 @@ def passes_differ(
     return verdicts
 
 
+CROWDED = (
+    "a multi-threaded benchmark whose threads other processes crowded out slows by what the scheduler "
+    "makes of it, not by its code: compare on a quieter runner, with --bench-threads=1, or in one job "
+    "with --bench-ab=REF"
+)
 SAME_PASSES = (
     "record the baseline and compare with the same --bench-passes (a run under -n makes one pass: "
     "save the baseline under -n too, or compare without it)"

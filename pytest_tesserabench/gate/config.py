@@ -50,6 +50,12 @@ class GateConfig:
     outlier_z: float = 3.5
     # ...with at least this many processes (fewer give no robust scale).
     min_processes_to_leave_out: int = 5
+    # A benchmark whose process kept at least 1 + this many CPUs busy in the baseline is
+    # multi-threaded; one that got this many CPUs fewer in a run while other processes used at
+    # least half a CPU was crowded out, and its timing is not judged (conditions.crowded). Half a
+    # CPU: a single-threaded benchmark reads 0.95-1.0, a two-thread one 1.9-2.0 quiet and 1.0
+    # beside two busy processes on two CPUs.
+    crowded_cpus: float = 0.5
 
     # -- the paired rule (A/B) -------------------------------------------------------------------
     # The numbers of pairs (one process pair) and of pairs per process pair (several) at which the
@@ -73,5 +79,7 @@ class GateConfig:
             bad("between_run_floor", self.between_run_floor, "a relative sd in (0, 1)")
         if self.prior_runs < 0:
             bad("prior_runs", self.prior_runs, ">= 0")
+        if not 0.0 < self.crowded_cpus < 64.0:
+            bad("crowded_cpus", self.crowded_cpus, "a number of CPUs > 0 (e.g. 0.5)")
         if not 0.0 <= self.unalike_share_of_threshold <= 10.0:
             bad("unalike_share_of_threshold", self.unalike_share_of_threshold, "a share of the threshold >= 0")

@@ -191,7 +191,7 @@ class History:
             gated.append((record, nc, kernels, history, shift, busy, len(candidates), saves))
         if gated:
             verdicts.update(self._decide(gated, m, thresholds))
-        return conditions.review(records, verdicts, self.runs) if self.timings else verdicts
+        return conditions.review(records, verdicts, self.runs, self.config) if self.timings else verdicts
 
     def _kept(self, bench_id: str) -> tuple[list[tuple[int, BenchRecord]], list[float]]:
         """(the baseline's timed records of one benchmark by run index, less those left out; the

@@ -216,6 +216,7 @@ class Bench:
                 run_queue_wait_s=m.run_queue_wait_s,
                 others_cpu_s=m.others_cpu_s,
                 others_wall_s=m.others_wall_s,
+                own_cpu_s=m.own_cpu_s,
                 passes=m.passes,
                 pass_rounds=tuple(m.pass_rounds),
             ),

@@ -119,6 +119,7 @@ def pooled(parts: list[sampling.Measurement], target_ci: float) -> sampling.Meas
         run_queue_wait_s=sum(part.run_queue_wait_s for part in parts),
         others_cpu_s=sum(part.others_cpu_s for part in parts),
         others_wall_s=sum(part.others_wall_s for part in parts),
+        own_cpu_s=sum(part.own_cpu_s for part in parts),
         passes=len(parts),
         pass_rounds=[len(part.rounds_ms) for part in parts],
     )

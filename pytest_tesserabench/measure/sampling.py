@@ -76,6 +76,7 @@ class Measurement:
     run_queue_wait_s: float = 0.0  # waiting for a CPU, left out of the samples (see run_queue)
     others_cpu_s: float = 0.0  # CPU time other processes used during the rounds (see neighbours)
     others_wall_s: float = 0.0  # the wall time of those rounds
+    own_cpu_s: float = 0.0  # CPU time this process (all its threads) used during those rounds
     passes: int = 1  # interleaved passes over the suite its rounds come from (see passes.py)
     pass_rounds: list[int] = field(default_factory=list)  # rounds per pass, when several
 
@@ -126,13 +127,14 @@ def warm_up(
 def _timed_round(timer: Timer, plan: Plan, into: Measurement) -> list[float]:
     """The samples of one round; the time they left out waiting for a CPU goes into ``into``."""
     __tracebackhide__ = True
-    counted = ("run_queue_wait_ns", "others_cpu_ns", "others_wall_ns")  # CPU timers count them; device timers need not
+    counted = ("run_queue_wait_ns", "others_cpu_ns", "others_wall_ns", "own_cpu_ns")  # CPU timers count them
     before = [getattr(timer, name, 0) for name in counted]
     samples = timer.round(plan.samples_per_round)
-    waited, others_cpu, others_wall = ((getattr(timer, name, 0) - b) / 1e9 for name, b in zip(counted, before))
+    waited, others_cpu, others_wall, own_cpu = ((getattr(timer, name, 0) - b) / 1e9 for name, b in zip(counted, before))
     into.run_queue_wait_s += waited
     into.others_cpu_s += others_cpu
     into.others_wall_s += others_wall
+    into.own_cpu_s += own_cpu
     return samples
 
 

@@ -5,7 +5,8 @@ milliseconds per call, with the device synchronised once at the end of the round
 
 - ``CpuTimer``: perf_counter_ns around a calibrated inner loop, garbage collector off, less the
   time the thread waited for a CPU (``run_queue``: another process took it); the CPU other
-  processes used meanwhile is counted too (``neighbours``), for the gate to know the machine was shared.
+  processes used meanwhile is counted too (``neighbours``), for the gate to know the machine was shared,
+  and this process's own (all threads: how many CPUs a multi-threaded benchmark got).
 - ``CudaEventTimer``: CUDA events around each repetition; the L2 cache is flushed before each
   repetition by writing a buffer twice the L2 size, outside the timed window.
 - ``CudaGraphTimer``: the repetitions (flushes included) are captured in a CUDA graph and replayed;
@@ -42,6 +43,7 @@ class CpuTimer:
         self.run_queue_wait_ns = 0  # left out of the samples so far: time spent waiting for a CPU
         self.others_cpu_ns = 0  # CPU time other processes used during the rounds so far
         self.others_wall_ns = 0  # ... and those rounds' wall time
+        self.own_cpu_ns = 0  # CPU time this process (all its threads) used during those rounds
 
     def time_once(self) -> float:
         """One untimed-looking warm-up call; returns its duration in seconds."""
@@ -65,6 +67,7 @@ class CpuTimer:
         gc_was_enabled = gc.isenabled()
         gc.disable()  # a collection inside a sample would be billed to the kernel
         others_cpu, others_wall = others()
+        own_cpu = time.process_time_ns()
         try:
             for _ in range(samples):
                 # The wait is read inside the timed window: a preemption between a read and the
@@ -77,6 +80,7 @@ class CpuTimer:
                 out.append((clock() - t0 - wait) / inner / 1e6)
                 self.run_queue_wait_ns += wait
         finally:
+            self.own_cpu_ns += time.process_time_ns() - own_cpu
             cpu, wall = others()
             self.others_cpu_ns += cpu - others_cpu
             self.others_wall_ns += wall - others_wall

@@ -207,6 +207,7 @@ def _fresh_record(record: BenchRecord, blocks) -> BenchRecord:
         run_queue_wait_s=sum(block.run_queue_wait_s for block in blocks),
         others_cpu_s=0.0,
         others_wall_s=0.0,
+        own_cpu_s=0.0,
     )
     return dataclasses.replace(
         record, rounds_ms=rounds, samples_ms=samples, stats=Stats.of(rounds, samples), sampling=sampling, verdict=None

@@ -288,6 +288,7 @@ class Sampling:
     run_queue_wait_s: float = 0.0  # the timing thread waited this long for a CPU; not in the samples
     others_cpu_s: float = 0.0  # CPU time other processes used while the rounds were timed (neighbours)
     others_wall_s: float = 0.0  # the wall time of those rounds
+    own_cpu_s: float = 0.0  # CPU time the benchmark's process (all threads) used in those rounds
     passes: int = 1  # interleaved passes over the suite the rounds were taken in
     pass_rounds: tuple[int, ...] = ()  # rounds per pass, in order (several passes; settling adds to the last)
     other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, written back as they were
@@ -317,6 +318,7 @@ class Sampling:
             others_wall_s=_number(
                 data.get("others_wall_s", 0.0), f"{where}.others_wall_s", nullable=False, low=0.0, high=1e9
             ),
+            own_cpu_s=_number(data.get("own_cpu_s", 0.0), f"{where}.own_cpu_s", nullable=False, low=0.0, high=1e9),
             passes=_count(data.get("passes", 1), f"{where}.passes"),
             pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
             other=_extra_keys(data, _known(cls), where),
@@ -570,6 +572,14 @@ class BenchRecord:
         if self.sampling is None or self.sampling.others_wall_s <= 0:
             return 0.0
         return max(self.sampling.others_cpu_s, 0.0) / self.sampling.others_wall_s
+
+    def own_cpus(self) -> float:
+        """How many CPUs' worth of work the benchmark's own process did while its rounds were
+        timed (all its threads: about 1 for single-threaded code, up to its threads for code that
+        runs several); 0 where that is unknown."""
+        if self.sampling is None or self.sampling.others_wall_s <= 0:
+            return 0.0
+        return self.sampling.own_cpu_s / self.sampling.others_wall_s
 
     @property
     def timing_gated(self) -> bool:

@@ -78,6 +78,8 @@ def test_a_timed_round_its_measurement_and_record_carry_the_neighbours(monkeypat
     monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
     # Another process keeps 1.5 CPUs busy: 1.5 ns of its CPU time per ns of wall clock.
     monkeypatch.setattr(neighbours, "others_clock", lambda: (lambda: (int(1.5 * now[0]), now[0]), lambda: None))
+    # ...and the benchmark's own two threads two: 2 ns of this process's CPU time per ns.
+    monkeypatch.setattr(time, "process_time_ns", lambda: 2 * now[0])
 
     def call():
         now[0] += 2_000_000
@@ -89,9 +91,13 @@ def test_a_timed_round_its_measurement_and_record_carry_the_neighbours(monkeypat
     sampling.take_round(timer, plan, measurement)
     assert measurement.others_wall_s == pytest.approx(0.020)
     assert measurement.others_cpu_s == pytest.approx(0.030)
-    data = Sampling(others_cpu_s=measurement.others_cpu_s, others_wall_s=measurement.others_wall_s).to_json()
+    assert measurement.own_cpu_s == pytest.approx(0.040)
+    data = Sampling(
+        others_cpu_s=measurement.others_cpu_s, others_wall_s=measurement.others_wall_s, own_cpu_s=measurement.own_cpu_s
+    ).to_json()
     record = _record(Sampling.from_json(data, "sampling"))
     assert record.others_cpus() == pytest.approx(1.5)
+    assert record.own_cpus() == pytest.approx(2.0)
     assert "other processes kept 1.5 CPUs busy while the benchmarks were timed" in cpu_sharing_line([record])
     quiet = _record(Sampling(others_cpu_s=0.04, others_wall_s=0.2))
     assert quiet.others_cpus() == pytest.approx(0.2) and cpu_sharing_line([quiet]) is None
@@ -108,3 +114,19 @@ def _record(how: Sampling) -> BenchRecord:
         samples_ms=[2.0],
         sampling=how,
     )
+
+
+def test_a_benchmarks_record_carries_the_cpu_its_own_process_used(pytester):
+    # The fixture hands the measurement's own CPU to the record (the gate reads how many CPUs a
+    # multi-threaded benchmark got from it).
+    pytester.makepyfile(
+        """
+        def test_busy(bench):
+            bench(lambda: sum(range(20000)))
+        """
+    )
+    pytester.runpytest("--bench", "--bench-max-time=0.05", "--bench-json=run.json").assert_outcomes(passed=1)
+    import json
+
+    (record,) = json.loads((pytester.path / "run.json").read_text())["benchmarks"].values()
+    assert record["sampling"]["own_cpu_s"] > 0
