@@ -126,8 +126,8 @@ MUTATIONS = (
     Mutation(
         "outcome written on the report",
         PLUGIN,
-        "            record.outcome = report.outcome",
-        "            pass",
+        "            records.append(replace(record, outcome=report.outcome))",
+        "            records.append(record)",
         ("tests/plugin/test_gate_e2e.py",),
     ),
     Mutation(
@@ -265,8 +265,22 @@ MUTATIONS = (
     ),
     Mutation(
         "A/B: a test deselected here is not a deleted one",
-        PLUGIN,
-        "            self.deselected.update(item.nodeid for item in items)",
+        "pytest_tesserabench/ab/hooks.py",
+        "        self.deselected.update(item.nodeid for item in items)",
+        "        pass",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "A/B: the reference's records join ours",
+        "pytest_tesserabench/ab/hooks.py",
+        "                ours[name] = replace(record, ab={**record.ab, **reference})",
+        "                pass",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "A/B: MISSING verdicts reach the report",
+        "pytest_tesserabench/ab/hooks.py",
+        "            setattr(report, MISSING_ATTR, item.stash[MISSING_KEY])",
         "            pass",
         ("tests/plugin/test_ab.py",),
     ),
@@ -471,7 +485,7 @@ MUTATIONS = (
     Mutation(
         "--bench-confirm: the run file keeps the fresh processes",
         "pytest_tesserabench/plugin.py",
-        "            _keep_processes(again, processes)\n",
+        "            _keep_processes(item, again, processes)\n",
         "",
         (CONFIRM,),
     ),

@@ -13,6 +13,7 @@ import argparse
 import contextlib
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,11 +24,9 @@ from pytest_tesserabench.record.held_lock import LockWaitTimeout
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
 INTERPRET_KEY = pytest.StashKey["Switch"]()
-MISSING_KEY = pytest.StashKey[list]()
 WORKER_GPUS_KEY = pytest.StashKey["dict[str, str]"]()  # xdist worker id -> the GPU it was given
 WORKERINPUT_GPU = "tesserabench_gpu"  # a worker's own GPU, in its workerinput
 REPORT_ATTR = "tesserabench"  # extra TestReport attribute; pytest-xdist carries it to the controller
-MISSING_ATTR = "tesserabench_missing"  # A/B: calls the reference made and this test did not
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -174,6 +173,10 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
             raise pytest.UsageError(str(exc)) from None
         state.reference = state.ab.reference
         state.sigterm = _interrupt_on_sigterm()
+        from pytest_tesserabench.ab.hooks import ABHooks
+
+        # (registered before the session's hooks: its test wrapper runs inside theirs)
+        config.pluginmanager.register(ABHooks(state, BENCH_KEY), ABHooks.NAME)
         if settings.passes is not None and settings.passes > 1:
             from pytest_tesserabench.measure import passes
 
@@ -380,7 +383,6 @@ class SessionHooks:
     def __init__(self, state, config: pytest.Config):
         self.state = state
         self.config = config
-        self.deselected: set[str] = set()  # --bench-ab: a deselected test is not a deleted one
 
     def check_before_measuring(self) -> list[str]:
         """Usage errors for what would fail only after minutes of measuring; warnings to show."""
@@ -479,48 +481,16 @@ class SessionHooks:
             config.hook.pytest_deselected(items=[item for item in items if item not in kept])
             items[:] = keep
 
-    def pytest_deselected(self, items) -> None:
-        if self.state.ab is not None:
-            self.deselected.update(item.nodeid for item in items)
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         if self.state.comparison is not None:
             self.state.comparison.count([item.nodeid for item in session.items])
-        if self.state.ab is not None:
-            config = session.config
-            named_single_tests = any("::" in arg for arg in config.args)
-            known_here = None if named_single_tests else {item.nodeid for item in session.items} | self.deselected
-            selection = [f"-k={config.option.keyword}"] if config.option.keyword else []
-            selection += [f"-m={config.option.markexpr}"] if config.option.markexpr else []
-            self.state.ab.collected(
-                [item.nodeid for item in session.items if "bench" in item.fixturenames],
-                known_here=known_here,
-                selection=selection,
-                search_paths=[config.invocation_params.dir / arg for arg in config.args],
-                file_patterns=config.getini("python_files"),
-            )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
-        both_sides = self.state.ab is not None and "bench" in item.fixturenames
-        if both_sides:
-            from pytest_tesserabench.processes.served import ProcessError
-
-            try:
-                self.state.ab.begin_test(item.nodeid)
-            except ProcessError as exc:
-                pytest.fail(str(exc), pytrace=False)
         passes = self.state.passes
         if passes is not None:
             passes.nodeid = item.nodeid  # what bench() measures in this pass belongs to this test
-        try:
-            result = yield  # the test body raised: its own failure stands, nothing is judged
-        except (KeyboardInterrupt, SystemExit):
-            raise  # the session ends here: the served processes are stopped at unconfigure
-        except BaseException:
-            if both_sides:
-                self._end_test_on_both_sides(item)
-            raise
+        result = yield  # the test body raised: its own failure stands, nothing is judged
         if passes is not None and not passes.final:
             self._earlier_pass_done(item)
             return result
@@ -533,8 +503,6 @@ class SessionHooks:
                     "A flaky test, or one that depends on state (--bench-passes=1 runs it once)"
                 )
             )
-        if both_sides:
-            self._end_test_on_both_sides(item)
         fixture = item.stash.get(BENCH_KEY, None)
         if fixture is None:
             return result
@@ -550,11 +518,11 @@ class SessionHooks:
         verdicts = self.state.judge(records, fixture.threshold, self._measure_again(item, saved), again)
         failures = []
         unresolved_fails = self.state.settings.unresolved == "fail" and self.state.comparison is not None
-        for record in records:
+        for label, record in fixture.records.items():  # (with the fresh processes kept meanwhile)
             verdict = verdicts.get(record.id)
             if verdict is None:
                 continue
-            record.verdict = verdict  # the one place a verdict is written
+            fixture.records[label] = replace(record, verdict=verdict)  # the one place a verdict is attached
             # The test's own id heads its failure already: only a labelled call names itself.
             said = verdict.line()
             line = said if record.name is None else f"[{record.name}] {said}"
@@ -566,7 +534,8 @@ class SessionHooks:
                 item.warn(pytest.PytestWarning(f"{record.id}: {said}. To settle it: {verdict.hint()}"))
         from pytest_tesserabench.report.junit import properties
 
-        item.user_properties.extend(properties(records))  # <property> entries of its JUnit test case
+        # <property> entries of its JUnit test case
+        item.user_properties.extend(properties(list(fixture.records.values())))
         if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
@@ -609,7 +578,7 @@ class SessionHooks:
         with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
             pool = self._process_pool(item, state.settings.save_processes, "--bench-save-processes")
             processes = pool.measure(measured, state.instruments.local_canary)
-        _keep_processes(measured, processes)
+        _keep_processes(item, measured, processes)
         if processes.problem:
             item.warn(
                 pytest.PytestWarning(
@@ -650,7 +619,7 @@ class SessionHooks:
             pool = self._process_pool(item, state.settings.confirm, "--bench-confirm")
             with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
                 processes = pool.measure(again, state.instruments.local_canary)
-            _keep_processes(again, processes)
+            _keep_processes(item, again, processes)
             return processes
 
         return measure_again
@@ -676,51 +645,6 @@ class SessionHooks:
                 state.sigterm = _interrupt_on_sigterm()
         return state.process_pool
 
-    def _end_test_on_both_sides(self, item: pytest.Item) -> None:
-        """The reference finished the test too: its records join ours; its calls we never made
-        are MISSING."""
-        from pytest_tesserabench.processes.served import ProcessError
-        from pytest_tesserabench.record.results import Verdict
-
-        try:
-            ended = self.state.ab.end_test()
-        except ProcessError as exc:
-            pytest.fail(str(exc), pytrace=False)
-        reference_only = [self._deleted_here(nodeid) for nodeid in self.state.ab.reference_only()]
-        item.stash[MISSING_KEY] = reference_only
-        if ended is None or ended[1] is None:
-            return
-        test, at_reference = ended
-        fixture = item.stash.get(BENCH_KEY, None)
-        ours = fixture.records if fixture is not None else {}
-        theirs = {data.get("name"): data for data in at_reference.records}
-        for name, record in ours.items():
-            if record.ab is not None:
-                record.ab["reference"] = theirs.get(name)
-                record.ab["reference_outcome"] = at_reference.outcome
-                record.ab["reference_error"] = at_reference.error
-        missing = []
-        group = next(iter(ours.values())).group if ours else item.nodeid
-        for name in dict.fromkeys([*test.reference_unpaired, *at_reference.unpaired]):
-            if name not in ours:
-                record_id = item.nodeid if name is None else f"{item.nodeid}::{name}"
-                why = f"measured at {self.state.ab.reference.ref}, not made by this test"
-                verdict = Verdict(id=record_id, status="MISSING", notes=(why,)).to_json()
-                missing.append(verdict | {"id": record_id, "nodeid": item.nodeid, "name": name, "group": group})
-        item.stash[MISSING_KEY] = [*reference_only, *missing]
-
-    def _deleted_here(self, nodeid: str) -> dict:
-        """The MISSING verdict (as JSON) of a benchmark test REF has and this tree does not."""
-        from pytest_tesserabench.record.results import Verdict
-
-        reference = self.state.ab.reference
-        why = (
-            f"a benchmark test at {reference.ref} ({reference.sha[:10]}), not in the working tree (deleted or renamed)"
-        )
-        group = nodeid.split("[", 1)[0]  # as a parametrized test's records are grouped
-        verdict = Verdict(id=nodeid, status="MISSING", notes=(why,)).to_json()
-        return verdict | {"id": nodeid, "nodeid": nodeid, "name": None, "group": group}
-
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
@@ -728,17 +652,17 @@ class SessionHooks:
             return report  # an earlier pass: never logged, and no Nsight Compute run for it
         fixture = item.stash.get(BENCH_KEY, None)
         if call.when == "call" and fixture is not None and fixture.records:
-            records = list(fixture.records.values())
             if self.state.settings.ncu and report.passed:
                 # Re-run this test alone under Nsight Compute; its counters describe the test's
                 # first measured call (the kernel under test).
-                records[0].ncu = self.state.instruments.ncu_counters(
+                first, record = next(iter(fixture.records.items()))
+                counters = self.state.instruments.ncu_counters(
                     item.nodeid, rootdir=item.config.rootpath, cwd=item.config.invocation_params.dir
                 )
+                fixture.records[first] = replace(record, ncu=counters)
+            records = list(fixture.records.values())
             # As JSON: pytest-xdist carries plain data from a worker to the controller.
             setattr(report, REPORT_ATTR, [record.to_json(samples=True) for record in records])
-        if call.when == "call" and item.stash.get(MISSING_KEY, None):
-            setattr(report, MISSING_ATTR, item.stash[MISSING_KEY])
         if call.excinfo is not None and call.excinfo.errisinstance(LockWaitTimeout):
             # The holder will still hold the lock for the next test: each would wait as long again.
             item.session.shouldstop = f"tesserabench: {call.excinfo.value}"
@@ -749,20 +673,12 @@ class SessionHooks:
         if report.when != "call":
             return
         self.state.ran.add(report.nodeid)
-        from pytest_tesserabench.record.results import BenchRecord, Verdict
+        from pytest_tesserabench.record.results import BenchRecord
 
-        for data in getattr(report, MISSING_ATTR, None) or ():
-            verdict = Verdict.from_json(data["id"], data, f"the MISSING verdict of {data['id']}")
-            self.state.ab_missing[verdict.id] = verdict
-            # A stand-in record, so the reports group it under its test.
-            self.state.ab_missing_records[verdict.id] = BenchRecord(
-                nodeid=data["nodeid"], name=data["name"], group=data["group"], timer="-", rounds_ms=[], stats=None
-            )
         records = []
         for data in getattr(report, REPORT_ATTR, None) or ():
             record = BenchRecord.from_json(_record_id(data), data)
-            record.outcome = report.outcome  # the one place an outcome is written
-            records.append(record)
+            records.append(replace(record, outcome=report.outcome))  # the one place an outcome is attached
         self.state.add(records)
 
     def pytest_terminal_summary(self, terminalreporter, config: pytest.Config) -> None:
@@ -796,12 +712,6 @@ class SessionHooks:
 
             signal.signal(signal.SIGTERM, state.sigterm)
             state.sigterm = None
-        if state.ab is not None:
-            state.ab.close()
-            if not state.is_worker:  # the controller (or the only process) owns the worktree
-                from pytest_tesserabench.ab.worktree import remove
-
-                remove(state.ab.reference)
         if state.status is not None:
             state.status.close()
         if state.process_pool is not None:
@@ -814,16 +724,19 @@ def _inifile(item: pytest.Item) -> list[str]:
     return ["-c", str(item.config.inipath)] if item.config.inipath else []
 
 
-def _keep_processes(records, processes) -> None:
-    """The run file keeps what fresh processes measured of each record (BenchRecord.confirm)."""
-    from dataclasses import replace
-
+def _keep_processes(item: pytest.Item, records, processes) -> None:
+    """The run file keeps what fresh processes measured of each record (BenchRecord.confirm): the
+    test's records are made again with them."""
     from pytest_tesserabench.processes.fresh import as_json
 
+    ours = item.stash[BENCH_KEY].records
     for record in records:
-        record.confirm = [as_json(p[record.id]) for p in processes.measured if record.id in p] or None
-        if record.sampling is not None:
-            record.sampling = replace(record.sampling, confirm_s=processes.seconds / len(records))
+        current = ours[record.name]
+        sampling = current.sampling
+        if sampling is not None:
+            sampling = replace(sampling, confirm_s=processes.seconds / len(records))
+        confirm = [as_json(p[record.id]) for p in processes.measured if record.id in p] or None
+        ours[record.name] = replace(current, confirm=confirm, sampling=sampling)
 
 
 def _record_id(data: dict) -> str:

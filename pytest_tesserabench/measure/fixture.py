@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import numbers
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -117,8 +118,8 @@ class Bench:
                 f"e.g. bench.extra_info['note'] = {value!r:.60}"
             )
         self._extra_info = value
-        for record in self.records.values():  # the records made so far share the new dict too
-            record.extra_info = value
+        # the records made so far share the new dict too
+        self.records = {label: replace(record, extra_info=value) for label, record in self.records.items()}
 
     def json_problem(self) -> str | None:
         """What makes ``extra_info`` unsavable (with or without --bench), or None."""
@@ -181,15 +182,19 @@ class Bench:
             if status:
                 status.stop()
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
-        record.ab = ab
-        record.canary_ms = canary
-        record.distributed = _distributed_block(instruments.ranks, comm, record.median_ms)
-        record.telemetry = telemetry.result
-        record.kernels = instruments.analyse_kernels(launches, record_id=record.id)
+        trace = None
         if self._settings.trace_dir is not None:
-            path = profiling.trace_call(fn, args, kwargs, profiling.trace_path(self._settings.trace_dir, record.id))
-            record.trace = str(path)
-        self.records[name] = record
+            path = profiling.trace_path(self._settings.trace_dir, record.id)
+            trace = str(profiling.trace_call(fn, args, kwargs, path))
+        self.records[name] = replace(
+            record,
+            ab=ab,
+            canary_ms=canary,
+            distributed=_distributed_block(instruments.ranks, comm, record.median_ms),
+            telemetry=telemetry.result,
+            kernels=instruments.analyse_kernels(launches, record_id=record.id),
+            trace=trace,
+        )
         self._results[id(result)] = name
         return result
 
@@ -243,7 +248,8 @@ class Bench:
         result = accuracy.compare(actual, expected, precision)
         label = self._results.get(id(actual), next(iter(self.records), None))
         if label in self.records:
-            self.records[label].accuracy = {k: result[k] for k in ("max_abs", "max_rel", "mismatched", "precision")}
+            error = {k: result[k] for k in ("max_abs", "max_rel", "mismatched", "precision")}
+            self.records[label] = replace(self.records[label], accuracy=error)
         if not result["ok"]:
             raise accuracy.AccuracyError(accuracy.failure_message(result))
         return result
@@ -280,7 +286,7 @@ class Bench:
             "checked": checked,
             "met": ratio >= at_least,
         }
-        mine.targets.append(target)
+        self.records[name] = replace(mine, targets=[*mine.targets, target])
         if checked and ratio < at_least:
             pytest.fail(
                 f"performance target missed: {metric} of {mine.id} is {ratio:.3f}x that of "

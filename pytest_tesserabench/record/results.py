@@ -1,9 +1,10 @@
 """The benchmark record, its verdict and the run document: one typed home, one JSON form.
 
 ``Bench`` creates a ``BenchRecord`` per measured call; the hooks move records (as JSON between
-pytest-xdist processes); the gate, the reports and the baselines read their fields. Two fields are
-written after creation, each in one place: ``verdict`` (plugin.py, when the test is judged) and
-``outcome`` (plugin.py, when pytest reports the test).
+pytest-xdist processes); the gate, the reports and the baselines read their fields. A record is
+frozen: what is learnt of it later (its verdict and the fresh processes that measured it too, when
+the test is judged; its outcome, when pytest reports the test; Nsight Compute's counters) makes a
+new record with ``dataclasses.replace``, in plugin.py, as pyperf's ``Run`` is immutable.
 
 ``from_json`` validates the whole document: a file that passes is safe for the gate, the reports
 and the CLI, and a file that does not raises ``DocumentError`` naming the field and the fix. A run
@@ -512,7 +513,7 @@ def _kernel(data: Any, where: str) -> dict:
 UNGATED_TIMERS = ("interpreter",)  # timers whose timings are shown and never gated
 
 
-@dataclass
+@dataclass(frozen=True)
 class BenchRecord:
     """One measured call: the unit of every table, file and verdict."""
 

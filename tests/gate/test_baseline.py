@@ -2,6 +2,7 @@ import json
 import multiprocessing
 import subprocess
 import tempfile
+from dataclasses import replace
 
 import pytest
 
@@ -116,7 +117,8 @@ def test_the_callers_run_is_not_modified(tmp_path):
 
 def test_verdicts_are_never_saved_into_a_baseline(tmp_path):
     run = make_run()
-    run.benchmarks["t::a"].verdict = Verdict(id="t::a", status="REGRESSED", severity="mild")
+    verdict = Verdict(id="t::a", status="REGRESSED", severity="mild")
+    run.benchmarks["t::a"] = replace(run.benchmarks["t::a"], verdict=verdict)
     path = save_run(tmp_path, "main", KEY, run)
     saved = json.loads(path.read_text())["runs"][0]["benchmarks"]["t::a"]
     assert saved["verdict"] is None

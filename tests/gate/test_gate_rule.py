@@ -29,7 +29,7 @@ def compare_runs(candidate, baseline, config=None, *, processes=()):
         for bench_id, record in run.benchmarks.items():
             again = process.benchmarks[bench_id]
             kept = {"rounds_ms": again.rounds_ms, "pass_rounds": [], "canary_ms": None}
-            record.confirm = [*(record.confirm or []), kept]
+            run.benchmarks[bench_id] = replace(record, confirm=[*(record.confirm or []), kept])
     return judge_run(run, docs(baseline), config)
 
 

@@ -2,6 +2,7 @@
 
 import math
 import re
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -231,10 +232,11 @@ def test_interpreter_timings_move_no_other_benchmarks_shift(interpreted_change):
     interpreted = IDS[:3]
     for run in baseline + candidate:
         for bench_id in interpreted:
-            run.benchmarks[bench_id].timer = "interpreter"
+            run.benchmarks[bench_id] = replace(run.benchmarks[bench_id], timer="interpreter")
     for bench_id in interpreted:
         record = candidate[0].benchmarks[bench_id]
-        record.rounds_ms = [ms * interpreted_change for ms in record.rounds_ms]
+        slower = [ms * interpreted_change for ms in record.rounds_ms]
+        candidate[0].benchmarks[bench_id] = replace(record, rounds_ms=slower)
     fitted = run_effect.fit_baseline(baseline)
     assert fitted is None or not set(interpreted) & set(fitted.effects)
     verdicts = judge_run(candidate[0], baseline, GateConfig())

@@ -349,7 +349,7 @@ def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
     here = _record([3, 3], 6)
     fresh = confirm._fresh_record(here, [_block([2.0, 2.1, 2.2]), _block([1.0, 1.1, 1.2])])
     fresh = __import__("dataclasses").replace(fresh, canary_ms=1.9)
-    here.confirm = [confirm.as_json(fresh)]
+    here = __import__("dataclasses").replace(here, confirm=[confirm.as_json(fresh)])
     run = RunDocument.from_json(RunDocument(benchmarks={here.id: here}).to_json())  # (through the file)
     assert run.benchmarks[here.id].confirm == [
         {"rounds_ms": [2.0, 2.1, 2.2, 1.0, 1.1, 1.2], "pass_rounds": [3, 3], "canary_ms": 1.9}

@@ -1,6 +1,7 @@
 """The terminal summary: ids never split at any width, the columns, units, notes and -q."""
 
 import re
+from dataclasses import replace
 
 import pytest
 
@@ -51,7 +52,7 @@ def test_row_labels_and_relative_speed():
     recs.append(record("t.py::test_mm[M128-bf16]", None, 4.0))
     assert row_labels(recs) == ("t.py::test_mm", ["M64-bf16", "M64-bf16 · torch", "M128-bf16"])
     assert relative_speeds(recs[:2]) == {recs[0].id: 1.0, recs[1].id: 2.0}
-    recs[0].timer = "interpreter"  # an interpreted kernel beside a CPU call: no ratio
+    recs[0] = replace(recs[0], timer="interpreter")  # an interpreted kernel beside a CPU call: no ratio
     assert relative_speeds(recs[:2])[recs[1].id] is None
 
 
@@ -254,13 +255,11 @@ def test_a_record_whose_test_failed_for_its_own_reasons_says_so():
 
     from pytest_tesserabench.report.rows import notes
 
-    measured = record("t.py::test_k", None, 1.0)
-    measured.outcome = "failed"  # an assertion after bench(): measured, not saved
+    measured = replace(record("t.py::test_k", None, 1.0), outcome="failed")  # an assertion after bench()
     assert "its test failed" in notes(measured)
     regressed = replace(measured, verdict=Verdict(id=measured.id, status="REGRESSED", severity="severe"))
     assert "its test failed" not in notes(regressed)  # its verdict says why already
-    measured.outcome = "passed"
-    assert "its test failed" not in notes(measured)
+    assert "its test failed" not in notes(replace(measured, outcome="passed"))
 
 
 def test_the_ci_summary_counts_measured_benchmarks_that_were_not_judged():
