@@ -334,6 +334,27 @@ MUTATIONS = (
         ("tests/plugin/test_neighbours.py",),
     ),
     Mutation(
+        "imported runs stay out of what a run is compared with",
+        "pytest_tesserabench/gate/pipeline.py",
+        "        baseline_runs = [run for run in baseline_runs if not is_imported(run)]",
+        "        pass",
+        ("tests/gate/test_imported_history.py",),
+    ),
+    Mutation(
+        "a benchmark only in imported runs says so",
+        "pytest_tesserabench/gate/pipeline.py",
+        "            if not base and bench_id in self.imported:",
+        "            if False:",
+        ("tests/plugin/test_pytest_benchmark_together.py",),
+    ),
+    Mutation(
+        "imported runs are filed in the order they were made",
+        "pytest_tesserabench/history/baseline.py",
+        "            if by_date:",
+        "            if False:",
+        ("tests/gate/test_imported_history.py",),
+    ),
+    Mutation(
         "offline compare: the measuring order",
         "pytest_tesserabench/gate/pipeline.py",
         "for bench_id in candidate.measured_order or list(candidate.benchmarks):",
@@ -408,8 +429,8 @@ MUTATIONS = (
     Mutation(
         "history kept per benchmark",
         "pytest_tesserabench/history/baseline.py",
-        "            runs = kept_runs([*(existing.runs if existing else []), entry], history)",
-        "            runs = [*(existing.runs if existing else []), entry][-history:]",
+        "            runs = kept_runs(runs, history)",
+        "            runs = runs[-history:]",
         ("tests/gate/test_baseline.py",),
     ),
     Mutation(

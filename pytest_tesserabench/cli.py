@@ -38,6 +38,7 @@ _alpha = _argparse_type(parse_fraction, "alpha")
 _name = _argparse_type(parse_name, "baseline name")
 _history = _argparse_type(parse_count, "history")
 _lock_timeout = _argparse_type(parse_lock_timeout, "lock timeout")
+_machine_key = _argparse_type(parse_name, "machine key")
 
 # Narrower than this, a table has no room for a benchmark id and its figures (rich then prints
 # nothing at all); wider than this is a typo, not a screen.
@@ -138,6 +139,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds to wait for the baseline's lock while another process holds it (default 600)",
     )
 
+    imports = sub.add_parser(
+        "import",
+        help="make the runs another tool saved (pytest-benchmark's .benchmarks) a baseline's history",
+        description="Read the runs pytest-benchmark saved (--benchmark-autosave / --benchmark-save: "
+        ".benchmarks/<machine>/NNNN_*.json) and add them to baseline NAME, each machine's to its own file, in the "
+        "order they were made. Their timings are shown in the baseline's history (tesserabench show, report); the "
+        "gate never compares this plugin's timings with another tool's, and judges a benchmark once runs saved "
+        "with --bench-save=NAME are beside them. Exit 0 when imported, 2 on a usage or file error.",
+    )
+    imports.add_argument("tool", choices=["pytest-benchmark"], help="the tool that saved the runs")
+    imports.add_argument("path", type=Path, help="its .benchmarks folder, one machine's folder in it, or one run file")
+    imports.add_argument("--name", type=_name, required=True, help="the baseline name, as --bench-save would take")
+    imports.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
+    imports.add_argument(
+        "--machine", metavar="KEY", type=_machine_key, help="the machine key to file them under (default: each run's)"
+    )
+    imports.add_argument(
+        "--history", type=_history, default=10, metavar="N", help="runs kept per benchmark (bench_history; default 10)"
+    )
+    imports.add_argument(
+        "--lock-timeout",
+        type=_lock_timeout,
+        default=600.0,
+        metavar="S",
+        help="seconds to wait for the baseline's lock while another process holds it (default 600)",
+    )
+
     scaling = sub.add_parser(
         "scaling",
         help="strong- and weak-scaling efficiency of runs made at several world sizes (torchrun)",
@@ -230,6 +258,7 @@ def _show(args: argparse.Namespace, out, err) -> int:
                     _started(run.started),
                     sha,
                     str(commit.get("branch") or "-"),
+                    str(run.other.get("imported_from") or "-"),  # (tesserabench import)
                     str(len(run.benchmarks)),
                     str(processes) if processes > 1 else "-",
                     f"{statistics.median(canary):.3f} ms" if canary else "-",
@@ -239,7 +268,10 @@ def _show(args: argparse.Namespace, out, err) -> int:
         # Simple rules, no vertical lines; software that every run shares goes into the title,
         # and a column that is "-" in every run (torch in a project without it) is left out: a
         # run's line fits 80 columns.
-        columns = ("#", "started", "commit", "branch", "benchmarks", "processes", "canary", "torch", "triton", "python")
+        columns = (
+            "#", "started", "commit", "branch", "imported from", "benchmarks", "processes", "canary", "torch", "triton",
+            "python",
+        )  # fmt: skip
         software = range(columns.index("torch"), len(columns))
         shared = [c for c in software if len({r[c] for r in rows}) == 1 and rows[0][c] != "-"]
         title = f"{args.name} on {data.machine_key}"
@@ -375,6 +407,53 @@ def _save(args: argparse.Namespace, out, err) -> int:
     return EXIT_OK
 
 
+def _import(args: argparse.Namespace, out, err) -> int:
+    from pytest_tesserabench.history import imported
+    from pytest_tesserabench.history.baseline import save_runs
+    from pytest_tesserabench.machine.device import machine_key
+
+    try:
+        found = [imported.read_run(path) for path in imported.saved_files(args.path)]
+    except imported.ImportError_ as exc:
+        print(f"tesserabench: error: {exc}", file=err)
+        return EXIT_USAGE
+    by_key: dict[str, list] = {}
+    for run, _ in found:
+        try:
+            key = args.machine or machine_key(run.machine)
+        except ValueError:
+            print(
+                f"tesserabench: error: {run.other.get('imported_file')}: its machine_info names no CPU model; "
+                "name the machine with --machine KEY (as `tesserabench show` lists keys)",
+                file=err,
+            )
+            return EXIT_USAGE
+        by_key.setdefault(key, []).append(run)
+    for key, runs in by_key.items():
+        path = save_runs(
+            args.dir,
+            args.name,
+            key,
+            runs,
+            history=args.history,
+            lock_timeout=args.lock_timeout,
+            say=lambda line: print(line, file=err, flush=True),
+            lock_option="--lock-timeout",
+            by_date=True,
+        )
+        benchmarks = len({i for run in runs for i in run.benchmarks})
+        print(f"tesserabench: imported {len(runs)} run(s) of {benchmarks} benchmark(s) into {path}", file=out)
+    lacks = list(dict.fromkeys(what for _, said in found for what in said))
+    if lacks:
+        print(f"tesserabench: what pytest-benchmark did not save: {'; '.join(lacks)}", file=out)
+    print(
+        f"tesserabench: their timings are shown in the history (tesserabench show {args.name}, report); the gate "
+        f"compares timings of this plugin's own runs only: save some with pytest --bench-save={args.name}",
+        file=out,
+    )
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from pytest_tesserabench.history.baseline import BaselineError
     from pytest_tesserabench.report.commands import CommandError, compare_command, report_command
@@ -410,6 +489,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args, out, err)
         if args.command == "save":
             return _save(args, out, err)
+        if args.command == "import":
+            return _import(args, out, err)
         if args.command == "scaling":
             return _scaling(args, out, err)
         return _inspect([], out, err)

@@ -54,11 +54,22 @@ from pytest_tesserabench.gate.rule import (
     suite_prior,
     worse,
 )
-from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict, fresh_runs, with_processes
+from pytest_tesserabench.record.results import (
+    BenchRecord,
+    RunDocument,
+    Verdict,
+    fresh_runs,
+    is_imported,
+    with_processes,
+)
 from pytest_tesserabench.record.units import format_ms
 
 MIN_RECOMMENDED_HISTORY = 3
 UNTIMED, KERNEL_FIGURES = "untimed", "kernel figures"
+IMPORTED_ONLY = (
+    "the baseline has it only in runs imported from pytest-benchmark, whose timings are shown, never compared with "
+    "this plugin's; --bench-save runs of your own to judge it"
+)
 LEFT_OUT_NOTE = "left out of the baseline, far from its other processes (a busy machine, or an odd state)"
 
 
@@ -91,10 +102,18 @@ class History:
     saves: tuple[int, ...] = ()  # per run (process): the saved run it belongs to
     process_share: float = 1.0  # of the between-run noise, the share that differs between processes of a save
     cache: dict = field(default_factory=dict, repr=False, compare=False)  # record_summary of the baseline's records
+    imported: frozenset[str] = frozenset()  # benchmarks the baseline has only in runs of another tool
 
     @classmethod
     def of(cls, baseline_runs: list[RunDocument], config: GateConfig | None = None, *, timings: bool = True):
         config = config or GateConfig()
+        # Runs imported from another tool (history/imported.py) are its timings, not this plugin's:
+        # shown in the history, never part of what a run is compared with.
+        theirs = [run for run in baseline_runs if is_imported(run)]
+        baseline_runs = [run for run in baseline_runs if not is_imported(run)]
+        imported = frozenset(i for run in theirs for i in run.benchmarks) - {
+            i for run in baseline_runs for i in run.benchmarks
+        }
         runs = with_processes(baseline_runs)
         cache: dict = {}
         centres: dict[str, dict[int, float]] = {}
@@ -113,7 +132,7 @@ class History:
         priors = baseline_priors(runs, config, model, left_out, cache)
         saves = tuple(s for s, run in enumerate(baseline_runs) for _ in range(1 + len(fresh_runs(run))))
         share = _process_share(centres, left_out, model, saves)
-        return cls(runs, config, model, priors, timings, left_out, saves, share, cache)
+        return cls(runs, config, model, priors, timings, left_out, saves, share, cache, imported)
 
     @property
     def ids(self) -> list[str]:
@@ -169,6 +188,9 @@ class History:
             differ = _compilers_differ(machine, old_machine)
             kernels = compare_kernels(record.kernels or None, old_kernels, compilers_differ=differ)
             history = sum(1 for rec in base if rec.measured_rounds)
+            if not base and bench_id in self.imported:
+                verdicts[bench_id] = untimed_verdict(bench_id, kernels, IMPORTED_ONLY, history=0)
+                continue
             if not base:
                 verdicts[bench_id] = Verdict(id=bench_id, status="NEW", notes=("not in the baseline",), stage=RULE)
                 continue

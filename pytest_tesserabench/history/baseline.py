@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_tesserabench.options import parse_name
 from pytest_tesserabench.record import files, held_lock
-from pytest_tesserabench.record.results import SCHEMA, DocumentError, RunDocument, fresh_runs
+from pytest_tesserabench.record.results import IMPORTED_TIMER, SCHEMA, DocumentError, RunDocument, fresh_runs
 
 DEFAULT_HISTORY = 10
 LOCK_TIMEOUT_S = 600.0  # --bench-lock-timeout's default
@@ -152,14 +152,35 @@ def save_run(
     the last ``history`` runs of each benchmark (``kept_runs``). The baseline's lock is waited for
     at most ``lock_timeout`` seconds (``say`` names its holder after a few); past it,
     BaselineLocked, whose message names ``lock_option`` as the way to wait longer."""
+    return save_runs(
+        root, name, machine_key, [run], history=history, lock_timeout=lock_timeout, say=say, lock_option=lock_option
+    )
+
+
+def save_runs(
+    root: Path,
+    name: str,
+    machine_key: str,
+    new: list[RunDocument],
+    *,
+    history: int = DEFAULT_HISTORY,
+    lock_timeout: float = LOCK_TIMEOUT_S,
+    say: Callable[[str], None] = print,
+    lock_option: str = "--bench-lock-timeout",
+    by_date: bool = False,
+) -> Path:
+    """``save_run`` for several runs at once, in one write; ``by_date``: the baseline's runs and
+    these in the order they started (runs imported from another tool's history are older than
+    the ones saved here)."""
     path = baseline_path(root, name, machine_key)
     if not isinstance(history, int) or history < 1:
         raise BaselineError(f"bench_history={history!r} is invalid: it must be a whole number >= 1 (default 10)")
-    entry = run.for_baseline()
-    try:
-        files.dumps(entry.to_json(samples=False))
-    except (TypeError, ValueError) as exc:
-        raise BaselineError(f"{path}: the run to save is not plain JSON ({exc}); nothing was written") from exc
+    entries = [run.for_baseline() for run in new]
+    for entry in entries:
+        try:
+            files.dumps(entry.to_json(samples=False))
+        except (TypeError, ValueError) as exc:
+            raise BaselineError(f"{path}: the run to save is not plain JSON ({exc}); nothing was written") from exc
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = files.lock_for(path)
@@ -167,7 +188,10 @@ def save_run(
         try:
             files.remove_stale_temporaries(path)
             existing = load_baseline(path, machine_key=machine_key)  # raises on a bad file: never overwritten
-            runs = kept_runs([*(existing.runs if existing else []), entry], history)
+            runs = [*(existing.runs if existing else []), *entries]
+            if by_date:
+                runs.sort(key=lambda run: run.started or "")  # (stable: undated runs keep their order, first)
+            runs = kept_runs(runs, history)
             other = existing.other if existing else {}
             files.write_json(path, Baseline(name, machine_key, runs, other=other).to_json())
         finally:
@@ -246,7 +270,8 @@ def outlying(run: RunDocument, earlier: list[RunDocument]) -> list[Outlying]:
         now = record.median_ms
         if not now or not record.timing_gated:
             continue
-        sessions = [ms for r in earlier if bench_id in r.benchmarks and (ms := r.benchmarks[bench_id].median_ms)]
+        kept = [r.benchmarks[bench_id] for r in earlier if bench_id in r.benchmarks]
+        sessions = [ms for r in kept if r.timing_gated and (ms := r.median_ms)]  # (not pytest-benchmark's)
         if len(sessions) >= 2:
             against, values = "runs", [*sessions, now]
         elif sessions:
@@ -283,7 +308,8 @@ def process_draws(runs: list[RunDocument], history: int) -> dict[str, int]:
             if runs_of.get(bench_id, 0) >= history - 1:
                 continue
             runs_of[bench_id] = runs_of.get(bench_id, 0) + 1
-            draws[bench_id] = draws.get(bench_id, 1) + 1 + len(record.confirm or [])
+            if record.timer != IMPORTED_TIMER:  # pytest-benchmark's runs are no draws of this plugin's timings
+                draws[bench_id] = draws.get(bench_id, 1) + 1 + len(record.confirm or [])
     return draws
 
 

@@ -510,7 +510,16 @@ def _kernel(data: Any, where: str) -> dict:
 
 
 # -- the record -----------------------------------------------------------------------------------
-UNGATED_TIMERS = ("interpreter",)  # timers whose timings are shown and never gated
+# Runs imported from pytest-benchmark (history/imported.py): another tool's timings, never ours.
+IMPORTED_TIMER = "pytest-benchmark"
+
+
+def is_imported(run: RunDocument) -> bool:
+    """A run another tool measured (``tesserabench import``): every record of its timer."""
+    return bool(run.benchmarks) and all(r.timer == IMPORTED_TIMER for r in run.benchmarks.values())
+
+
+UNGATED_TIMERS = ("interpreter", IMPORTED_TIMER)  # timers whose timings are shown and never gated
 
 
 @dataclass(frozen=True)
