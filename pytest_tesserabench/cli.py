@@ -362,7 +362,6 @@ def _inspect(rest: list[str], out, err) -> int:
 def _save(args: argparse.Namespace, out, err) -> int:
     import dataclasses
 
-    from pytest_tesserabench.history.baseline import save_run
     from pytest_tesserabench.machine.device import machine_key
 
     runs = load(args.run_file)
@@ -389,16 +388,7 @@ def _save(args: argparse.Namespace, out, err) -> int:
         return EXIT_USAGE
     # A failed test's records never enter a baseline (as with --bench-save).
     run = dataclasses.replace(run, benchmarks=passed, measured_order=[i for i in run.measured_order if i in passed])
-    path = save_run(
-        args.dir,
-        args.name,
-        key,
-        run,
-        history=args.history,
-        lock_timeout=args.lock_timeout,
-        say=lambda line: print(line, file=err, flush=True),
-        lock_option="--lock-timeout",
-    )
+    path = _save_into(args, key, [run], err)
     left_out = len(runs[0].benchmarks) - len(passed)
     note = f" ({left_out} from failed tests left out)" if left_out else ""
     print(
@@ -407,14 +397,32 @@ def _save(args: argparse.Namespace, out, err) -> int:
     return EXIT_OK
 
 
+def _save_into(args: argparse.Namespace, key: str, runs: list, err, *, by_date: bool = False) -> Path:
+    """``runs`` appended to baseline ``args.name`` for machine ``key``, as ``save`` and ``import``
+    take the baseline's options (--dir, --history, --lock-timeout); the wait for its lock is said
+    on ``err``."""
+    from pytest_tesserabench.history.baseline import save_runs
+
+    return save_runs(
+        args.dir,
+        args.name,
+        key,
+        runs,
+        history=args.history,
+        lock_timeout=args.lock_timeout,
+        say=lambda line: print(line, file=err, flush=True),
+        lock_option="--lock-timeout",
+        by_date=by_date,
+    )
+
+
 def _import(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.history import imported
-    from pytest_tesserabench.history.baseline import save_runs
     from pytest_tesserabench.machine.device import machine_key
 
     try:
         found = [imported.read_run(path) for path in imported.saved_files(args.path)]
-    except imported.ImportError_ as exc:
+    except imported.NotSavedRuns as exc:
         print(f"tesserabench: error: {exc}", file=err)
         return EXIT_USAGE
     by_key: dict[str, list] = {}
@@ -430,17 +438,7 @@ def _import(args: argparse.Namespace, out, err) -> int:
             return EXIT_USAGE
         by_key.setdefault(key, []).append(run)
     for key, runs in by_key.items():
-        path = save_runs(
-            args.dir,
-            args.name,
-            key,
-            runs,
-            history=args.history,
-            lock_timeout=args.lock_timeout,
-            say=lambda line: print(line, file=err, flush=True),
-            lock_option="--lock-timeout",
-            by_date=True,
-        )
+        path = _save_into(args, key, runs, err, by_date=True)
         benchmarks = len({i for run in runs for i in run.benchmarks})
         print(f"tesserabench: imported {len(runs)} run(s) of {benchmarks} benchmark(s) into {path}", file=out)
     lacks = list(dict.fromkeys(what for _, said in found for what in said))

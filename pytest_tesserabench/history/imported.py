@@ -33,7 +33,7 @@ TOOL = "pytest-benchmark"
 _SAVED_NAME = re.compile(r"^\d{4}_.*\.json$")  # how pytest-benchmark names a saved run
 
 
-class ImportError_(ValueError):  # noqa: N801 - ImportError is Python's own
+class NotSavedRuns(ValueError):
     """A file or folder that is not pytest-benchmark's saved runs; the message names it and the fix."""
 
 
@@ -43,10 +43,10 @@ def saved_files(path: Path) -> list[Path]:
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise ImportError_(f"{path}: no such file or folder; give pytest-benchmark's .benchmarks folder")
+        raise NotSavedRuns(f"{path}: no such file or folder; give pytest-benchmark's .benchmarks folder")
     found = sorted(p for p in path.rglob("*.json") if _SAVED_NAME.match(p.name))
     if not found:
-        raise ImportError_(
+        raise NotSavedRuns(
             f"{path}: no run saved by pytest-benchmark in it (files named NNNN_*.json, as "
             "--benchmark-autosave or --benchmark-save=NAME write them)"
         )
@@ -58,9 +58,9 @@ def read_run(path: Path) -> tuple[RunDocument, list[str]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImportError_(f"{path}: cannot be read as JSON ({exc})") from None
+        raise NotSavedRuns(f"{path}: cannot be read as JSON ({exc})") from None
     if not isinstance(data, dict) or not isinstance(data.get("benchmarks"), list):
-        raise ImportError_(f"{path}: not a run saved by pytest-benchmark (no 'benchmarks' list)")
+        raise NotSavedRuns(f"{path}: not a run saved by pytest-benchmark (no 'benchmarks' list)")
     lacks: list[str] = []
     benchmarks: dict[str, BenchRecord] = {}
     for i, entry in enumerate(data["benchmarks"]):
@@ -84,10 +84,10 @@ def read_run(path: Path) -> tuple[RunDocument, list[str]]:
 
 def _record(entry: Any, where: str) -> BenchRecord:
     if not isinstance(entry, dict) or not isinstance(entry.get("stats"), dict):
-        raise ImportError_(f"{where}: not a benchmark of pytest-benchmark (no 'stats')")
+        raise NotSavedRuns(f"{where}: not a benchmark of pytest-benchmark (no 'stats')")
     nodeid = entry.get("fullname")
     if not isinstance(nodeid, str) or not nodeid:
-        raise ImportError_(f"{where}: no 'fullname' (the test's node id)")
+        raise NotSavedRuns(f"{where}: no 'fullname' (the test's node id)")
     stats = entry["stats"]
     iterations = stats.get("iterations") if isinstance(stats.get("iterations"), int) else 1
     data = stats.get("data")
@@ -138,7 +138,7 @@ def _stats(stats: dict, rounds: list[float], where: str) -> Stats:
 
 def _ms(seconds: Any, where: str) -> float:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds) or seconds < 0:
-        raise ImportError_(f"{where} is {seconds!r}: expected a time in seconds (a number >= 0)")
+        raise NotSavedRuns(f"{where} is {seconds!r}: expected a time in seconds (a number >= 0)")
     return float(seconds) * 1e3
 
 

@@ -3,6 +3,7 @@ shown and never compared with this plugin's timings (pytest_tesserabench.history
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -65,12 +66,8 @@ def saved(tmp_path: Path, runs: list[dict]) -> Path:
 
 def cli(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    sys_out, sys_err = __import__("sys").stdout, __import__("sys").stderr
-    try:
-        __import__("sys").stdout, __import__("sys").stderr = out, err
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(list(args))
-    finally:
-        __import__("sys").stdout, __import__("sys").stderr = sys_out, sys_err
     return code, out.getvalue(), err.getvalue()
 
 
@@ -184,3 +181,15 @@ def test_a_run_that_names_no_cpu_needs_a_machine_key(tmp_path):
         "import", "pytest-benchmark", str(folder), "--name", "main", "--dir", str(tmp_path / "b"), "--machine", "ci-box"
     )
     assert code == 0 and (tmp_path / "b" / "main" / "ci-box.json").is_file()
+
+
+def test_each_machines_runs_go_to_its_own_file(tmp_path):
+    other = their_run("2026-03-02T10:00:00+00:00", "b" * 40)
+    other["machine_info"]["cpu"]["brand_raw"] = "Intel Xeon Platinum 8480"
+    folder = saved(tmp_path, [their_run("2026-03-01T10:00:00+00:00", "a" * 40), other])
+    code, out, _ = cli("import", "pytest-benchmark", str(folder), "--name", "main", "--dir", str(tmp_path / "b"))
+    assert code == 0 and out.count("imported 1 run(s) of 4 benchmark(s)") == 2
+    assert sorted(p.name for p in (tmp_path / "b" / "main").iterdir()) == [
+        f"{KEY}.json",
+        "cpu-x86-64-intel-xeon-platinum-8480.json",
+    ]
