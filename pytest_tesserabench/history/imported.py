@@ -103,7 +103,7 @@ def _record(entry: Any, where: str) -> BenchRecord:
         params={str(k): _plain(v) for k, v in params.items()},
         sampling=Sampling(inner_loops=max(iterations, 1), passes=1),
         extra_info=entry.get("extra_info") if isinstance(entry.get("extra_info"), dict) else {},
-        outcome="passed",  # pytest-benchmark saves the benchmarks of tests that ran to the end
+        outcome=None,  # pytest-benchmark keeps a benchmark whose function ran, not whether its test passed
     )
 
 
@@ -113,21 +113,29 @@ def _plain(value: Any) -> Any:
 
 
 def _stats(stats: dict, rounds: list[float], where: str) -> Stats:
-    """Ours, from pytest-benchmark's summary (seconds): its median, its quartiles, and an
-    interval of the median from its rounds where it kept them (else none: the median twice)."""
+    """Ours, from pytest-benchmark's summary (seconds) where it kept no rounds: its median, and
+    the median's approximate 95% interval from its quartiles and round count, median +- 1.57 IQR /
+    sqrt(n) (McGill, Tukey and Larsen's notch, as box plots draw it); without those, its min to
+    max. With its rounds, ours from them."""
     if rounds:
         return Stats.of(rounds, rounds)
     median = _ms(stats.get("median"), f"{where}.stats.median")
     count = stats.get("rounds") if isinstance(stats.get("rounds"), int) else 0
     q1, q3 = (_ms(stats.get(k, stats.get("median")), f"{where}.stats.{k}") for k in ("q1", "q3"))
+    low, high = (_ms(stats.get(k, stats.get("median")), f"{where}.stats.{k}") for k in ("min", "max"))
     mean = _ms(stats.get("mean", stats.get("median")), f"{where}.stats.mean")
     sd = _ms(stats.get("stddev", 0.0), f"{where}.stats.stddev")
+    if count >= 2 and q3 > q1:
+        half = 1.57 * (q3 - q1) / math.sqrt(count)
+        interval = (max(median - half, 0.0), median + half)
+    else:
+        interval = (min(low, median), max(high, median))
     return Stats(
         median_ms=median,
-        ci95_ms=(median, median),
+        ci95_ms=interval,
         mean_ms=mean,
-        min_ms=_ms(stats.get("min", stats.get("median")), f"{where}.stats.min"),
-        max_ms=_ms(stats.get("max", stats.get("median")), f"{where}.stats.max"),
+        min_ms=low,
+        max_ms=high,
         iqr_ms=max(q3 - q1, 0.0),
         stdev_ms=sd,
         cv=sd / mean if mean > 0 else 0.0,

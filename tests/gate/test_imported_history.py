@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -92,6 +93,11 @@ def test_saved_runs_become_the_baselines_history_in_the_order_they_were_made(tmp
     assert len(record.rounds_ms) == 20 and record.median_ms == pytest.approx(2.0, rel=0.05)  # ms, not s
     summary_only = second.benchmarks["tests/test_k.py::test_mul[64]"]
     assert summary_only.rounds_ms == [] and summary_only.median_ms == pytest.approx(2.0, rel=0.05)
+    # its interval from its quartiles and round count (the box plot's notch), not a width of zero
+    theirs = their_run("2026-03-02T10:00:00+00:00", "b" * 40, data=False)["benchmarks"][1]["stats"]
+    half = 1.57 * (theirs["q3"] - theirs["q1"]) * 1e3 / math.sqrt(theirs["rounds"])
+    assert summary_only.stats.ci95_ms == pytest.approx((summary_only.median_ms - half, summary_only.median_ms + half))
+    assert summary_only.outcome is None  # (pytest-benchmark does not say whether the test passed)
     code, out, _ = cli("show", "main", "--dir", str(tmp_path / "b"), "--width", "150")
     assert code == 0 and "pytest-benchmark 5.3.1" in out
 
