@@ -1,5 +1,7 @@
 """The GPU session's work, one step per command, each well inside the device's 10-minute limit.
 
+    ./dev gpu truth       benchmarks/gpu_truth.py: the whole device check in one bounded command
+                          (--dry-run runs it here without a GPU; --budget S, --only PARTS)
     ./dev gpu install     pip install --no-deps --no-build-isolation -e .  (the device has no network)
     ./dev gpu tests       the project's tests with the GPU present (GPU-only tests run here)
     ./dev gpu validate    benchmarks/gpu_validation.py: events, graphs, do_bench, ncu side by side
@@ -137,6 +139,8 @@ STEPS = {
 
 
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "truth":
+        return subprocess.run([PY, "benchmarks/gpu_truth.py", *argv[1:]], cwd=ROOT).returncode
     if not argv or argv[0] not in STEPS:
         print(__doc__)
         return 2

@@ -115,10 +115,14 @@ def device() -> str:
 
 @functools.cache
 def compiled(fn):
-    """torch.compile of a reference-style function: GPU only (never on CPU/CI), None elsewhere."""
+    """torch.compile of a reference-style function: GPU only (never on CPU/CI), None elsewhere.
+
+    TESSERABENCH_SUITE_NO_COMPILE=1 leaves it out on a GPU too: its first compile costs tens of
+    seconds per shape, more than a short device run can spare.
+    """
     import torch
 
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() or os.environ.get("TESSERABENCH_SUITE_NO_COMPILE") == "1":
         return None
     return torch.compile(fn)
 
