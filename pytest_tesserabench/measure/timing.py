@@ -8,7 +8,10 @@ milliseconds per call, with the device synchronised once at the end of the round
   processes used meanwhile is counted too (``neighbours``), for the gate to know the machine was shared,
   and this process's own (all threads: how many CPUs a multi-threaded benchmark got).
 - ``CudaEventTimer``: CUDA events around each repetition; the L2 cache is flushed before each
-  repetition by writing a buffer twice the L2 size, outside the timed window.
+  repetition by writing a buffer twice the L2 size, outside the timed window. The stream is held
+  by a spin kernel while the host enqueues the repetitions, so the GPU never waits for the host
+  inside the window: a launch that costs more host time than the kernel takes GPU time (a Triton
+  kernel's Python launch, tens of microseconds) would otherwise be timed as the kernel's.
 - ``CudaGraphTimer``: the repetitions (flushes included) are captured in a CUDA graph and replayed;
   a flush-only graph's time is subtracted, so launch overhead is out of the figure.
 Torch is imported only by the CUDA timers.
@@ -96,8 +99,9 @@ class _CudaTimerBase:
 
     inner = 1
 
-    def __init__(self, call: Call, device: Any):
-        import torch
+    def __init__(self, call: Call, device: Any, *, torch: Any = None):
+        if torch is None:
+            import torch
 
         from pytest_tesserabench.machine import device as machine
 
@@ -126,18 +130,64 @@ class _CudaTimerBase:
 
 
 class CudaEventTimer(_CudaTimerBase):
+    """Events around each (flush, call), enqueued in chunks behind a spin kernel that holds the
+    stream until the host has enqueued the whole chunk."""
+
     name = "cuda_event"
+    # Repetitions per hold: with four queue entries each, well inside CUDA's pending-launch queue
+    # (a full queue blocks the host, and the GPU would wait for it again).
+    MAX_CHUNK = 64
+    # The longest hold: a host that needs longer to enqueue one call gets smaller chunks.
+    MAX_HOLD_S = 0.1
+    # Host time is measured per chunk and varies; hold for twice the last chunk's, plus a margin
+    # for the spin kernel's own launch.
+    HOLD_FACTOR = 2.0
+    HOLD_EXTRA_S = 50e-6
+    # torch.cuda._sleep counts SM clock cycles; at 2 GHz (above any data-centre GPU's boost
+    # clock) a cycle count lasts at least the seconds asked for.
+    CYCLES_PER_S = 2e9
+
+    def __init__(self, call: Call, device: Any, *, torch: Any = None, clock: Callable[[], float] = time.perf_counter):
+        super().__init__(call, device, torch=torch)
+        self.clock = clock
+        self.can_hold = hasattr(self.torch.cuda, "_sleep")
+        # Host seconds to enqueue one repetition, measured on each chunk. Unknown at first: then
+        # the first chunk is one repetition behind the longest hold.
+        self.enqueue_s: float | None = None
+
+    def calibrate(self, seconds_per_call: float) -> None:
+        if self.enqueue_s is None:  # a warm-up call's wall time (GPU time included) bounds it above
+            self.enqueue_s = seconds_per_call
+
+    def _chunk(self) -> int:
+        if self.enqueue_s is None:
+            return 1
+        return max(1, min(self.MAX_CHUNK, int(self.MAX_HOLD_S / (self.HOLD_FACTOR * max(self.enqueue_s, 1e-9)))))
+
+    def _hold(self, repetitions: int) -> None:
+        seconds = self.MAX_HOLD_S
+        if self.enqueue_s is not None:
+            seconds = min(seconds, self.HOLD_FACTOR * self.enqueue_s * repetitions)
+        self.torch.cuda._sleep(int((seconds + self.HOLD_EXTRA_S) * self.CYCLES_PER_S))
 
     def round(self, samples: int) -> list[float]:
         __tracebackhide__ = True
         torch = self.torch
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(samples)]
-        for start, end in zip(starts, ends):
-            self.flush_l2()
-            start.record()
-            self.call()
-            end.record()
+        done = 0
+        while done < samples:
+            chunk = min(samples - done, self._chunk()) if self.can_hold else samples
+            if self.can_hold:
+                self._hold(chunk)
+            t0 = self.clock()
+            for start, end in zip(starts[done : done + chunk], ends[done : done + chunk]):
+                self.flush_l2()
+                start.record()
+                self.call()
+                end.record()
+            self.enqueue_s = (self.clock() - t0) / chunk
+            done += chunk
         torch.cuda.synchronize(self.device)  # one synchronisation per round
         return [s.elapsed_time(e) for s, e in zip(starts, ends)]
 
@@ -148,8 +198,8 @@ class CudaGraphTimer(_CudaTimerBase):
     name = "cuda_graph"
     REPS = 10
 
-    def __init__(self, call: Call, device: Any):
-        super().__init__(call, device)
+    def __init__(self, call: Call, device: Any, *, torch: Any = None):
+        super().__init__(call, device, torch=torch)
         self.work_graph = None
         self.flush_graph = None
 

@@ -46,3 +46,101 @@ def test_cuda_flush_buffer_is_twice_l2():
     x = torch.zeros(16, device="cuda")
     timer = timing.make_timer("cuda_event", lambda: x.add_(1), (x,), {}, interpreted=False)
     assert timer.flush_buffer.numel() * 4 >= 2 * machine.l2_cache_bytes(0)
+
+
+class _FakeGpu:
+    """A host clock and one stream: an operation starts when both the host has enqueued it and the
+    stream has finished what came before (what makes a launch gap land inside a timed window)."""
+
+    def __init__(self, sm_hz: float):
+        self.host = 0.0
+        self.free = 0.0
+        self.sm_hz = sm_hz
+        self.holds: list[int] = []  # repetitions enqueued behind each spin kernel
+        self.held_s = 0.0  # GPU time spent in spin kernels
+
+    def clock(self) -> float:
+        return self.host
+
+    def launch(self, host_s: float, gpu_s: float) -> float:
+        self.host += host_s
+        start = max(self.free, self.host)
+        self.free = start + gpu_s
+        return start
+
+
+def _fake_torch(gpu: _FakeGpu, flush_s: float, *, can_sleep: bool = True):
+    from types import SimpleNamespace
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.at = None
+
+        def record(self):
+            self.at = gpu.launch(2e-6, 0.0)
+            if gpu.holds:
+                gpu.holds[-1] += 0.5  # two records per repetition
+
+        def elapsed_time(self, end):
+            return (end.at - self.at) * 1e3
+
+    class Tensor:
+        def zero_(self):
+            gpu.launch(5e-6, flush_s)
+
+    def synchronize(device=None):
+        gpu.host = max(gpu.host, gpu.free)
+
+    def sleep(cycles):
+        gpu.launch(5e-6, cycles / gpu.sm_hz)
+        gpu.holds.append(0)
+        gpu.held_s += cycles / gpu.sm_hz
+
+    cuda = SimpleNamespace(Event=Event, synchronize=synchronize, current_device=lambda: 0)
+    if can_sleep:
+        cuda._sleep = sleep
+    return SimpleNamespace(
+        device=lambda d: SimpleNamespace(index=0, type="cuda"),
+        int32="int32",
+        empty=lambda *args, **kwargs: Tensor(),
+        cuda=cuda,
+    )
+
+
+def _event_timer(monkeypatch, *, host_s, kernel_s, can_sleep=True, sm_hz=1.7e9):
+    from pytest_tesserabench.machine import device as machine
+
+    monkeypatch.setattr(machine, "l2_cache_bytes", lambda index=0: 50 * 2**20)
+    gpu = _FakeGpu(sm_hz)
+    flush_s = 33e-6  # 100 MB written at 3 TB/s
+    torch = _fake_torch(gpu, flush_s, can_sleep=can_sleep)
+    timer = timing.CudaEventTimer(lambda: gpu.launch(host_s, kernel_s), "cuda", torch=torch, clock=gpu.clock)
+    return gpu, timer
+
+
+def test_a_launch_slower_than_its_kernel_is_not_timed_as_the_kernel(monkeypatch):
+    # 20 us of GPU work behind 80 us of Python launch: the events must read 20 us.
+    gpu, timer = _event_timer(monkeypatch, host_s=80e-6, kernel_s=20e-6)
+    samples = timer.round(200)
+    assert samples == pytest.approx([0.020] * 200, rel=1e-6)
+    # Without the hold the stream runs dry after each flush and the gap is billed to the kernel:
+    # what a CUDA GPU showed for a Triton softmax (events 80 us, ncu 20 us).
+    _, unheld = _event_timer(monkeypatch, host_s=80e-6, kernel_s=20e-6, can_sleep=False)
+    assert min(unheld.round(200)) > 0.040
+
+
+def test_holds_cover_chunks_the_launch_queue_can_take(monkeypatch):
+    gpu, timer = _event_timer(monkeypatch, host_s=10e-6, kernel_s=5e-6)
+    timer.calibrate(1e-3)  # the warm-up's wall time: an upper bound of the host's time
+    assert timer.round(300) == pytest.approx([0.005] * 300, rel=1e-6)
+    assert sum(gpu.holds) == 300 and max(gpu.holds) <= timing.CudaEventTimer.MAX_CHUNK
+    # After the first chunk the holds follow the host time measured (19 us a repetition), not the
+    # warm-up's upper bound: the round's holds cost little more than the first one.
+    assert gpu.held_s < 0.15
+
+
+def test_a_host_slower_than_the_longest_hold_gets_smaller_chunks(monkeypatch):
+    # 30 ms of host time per call: a chunk of 64 would need a 4 s hold; each hold stays bounded.
+    gpu, timer = _event_timer(monkeypatch, host_s=30e-3, kernel_s=1e-3)
+    assert timer.round(12) == pytest.approx([1.0] * 12, rel=1e-6)
+    assert max(gpu.holds) == 1
