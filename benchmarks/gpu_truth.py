@@ -18,10 +18,12 @@ priority order, each part with its own deadline, and writes what it finished as 
             same code (which must pass)
   ab        if time remains: A/A with --bench-ab=HEAD at 1 and 8 processes per side
 
-Everything lands in OUT (default $OUT, else .bench-out/truth): truth.json (every part's status,
-seconds and results, rewritten after each part), truth.log, one log per subprocess, the
-baseline folder. A part runs only while the budget leaves it its minimum; a part cut by its
-deadline keeps what it had written.
+Everything lands in a work folder: truth.json (every part's status, seconds and results,
+rewritten after each part), truth.log, one log and JSON file per part or subprocess, the baseline
+folder. The device tool returns at most 8 files from $OUT, so under $OUT the work folder is
+/tmp/tesserabench-truth and after each part it is packed into $OUT/truth.tar.gz (truth.json and
+truth.log are copied beside it). A part runs only while the budget leaves it its minimum; a part
+cut by its deadline keeps what it had written.
 
 `--dry-run` runs the same code on a machine without a GPU: kernels in the Triton interpreter at
 tiny sizes, CPU timers standing in for the CUDA timers and do_bench, ncu and the loaded-kernel
@@ -39,6 +41,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 import types
@@ -80,11 +83,11 @@ AB_TESTS = {
 # name -> (longest it may take, least it needs to start), seconds
 PARTS = {
     "install": (60, 5),
-    "device": (75, 20),
+    "device": (60, 20),
     "timers": (80, 25),
     "vendor": (90, 30),
     "static": (60, 15),
-    "baseline": (130, 40),
+    "baseline": (180, 60),
     "ab": (200, 60),
 }
 
@@ -95,8 +98,8 @@ PARTS = {
 class Truth:
     """truth.json and truth.log, rewritten as the parts finish."""
 
-    def __init__(self, out: Path, dry: bool, budget: float):
-        self.out, self.dry, self.budget = out, dry, budget
+    def __init__(self, out: Path, dry: bool, budget: float, archive: Path | None = None):
+        self.out, self.dry, self.budget, self.archive = out, dry, budget, archive
         self.started = time.monotonic()
         out.mkdir(parents=True, exist_ok=True)
         self.document = {
@@ -124,6 +127,19 @@ class Truth:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(self.document, indent=1, sort_keys=True, default=str))
         tmp.replace(path)
+        self.pack()
+
+    def pack(self) -> None:
+        """The work folder as one archive (and the summary beside it): what a cut run returns."""
+        if self.archive is None:
+            return
+        self.archive.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.archive.with_name(self.archive.name + ".tmp")
+        with tarfile.open(tmp, "w:gz") as archive:
+            archive.add(self.out, arcname="truth")
+        tmp.replace(self.archive)
+        for name in ("truth.json", "truth.log"):
+            shutil.copyfile(self.out / name, self.archive.parent / name)
 
 
 def child_env(dry: bool, plugin_installed: bool) -> dict:
@@ -218,7 +234,9 @@ def part_baseline(truth: Truth, timeout: float, env: dict) -> dict:
     nothing REGRESSED."""
     tests = BASELINE_TESTS["dry" if truth.dry else "device"]
     folder = truth.out / "baselines"
-    common = [*tests, f"--bench-dir={folder}", "--bench-max-time=0.3", "--bench-save-processes=1", "-q", "-rf"]
+    # No fresh processes: on the device each costs a process start and the kernels' compile-cache
+    # loads, and three saves with one each did not fit the part's time.
+    common = [*tests, f"--bench-dir={folder}", "--bench-max-time=0.3", "--bench-save-processes=0", "-q", "-rf"]
     deadline = time.monotonic() + timeout
     exits = []
     for run in (1, 2, 3, "compare"):
@@ -279,8 +297,8 @@ def part_ab(truth: Truth, timeout: float, env: dict) -> dict:
     return {"status": "done" if all(code == 0 for code in exits.values()) else "failed", "exits": exits}
 
 
-def orchestrate(out: Path, dry: bool, budget: float, only: set[str] | None) -> int:
-    truth = Truth(out, dry, budget)
+def orchestrate(out: Path, dry: bool, budget: float, only: set[str] | None, archive: Path | None = None) -> int:
+    truth = Truth(out, dry, budget, archive)
     truth.say(f"gpu truth{' (dry run)' if dry else ''}: budget {budget:.0f} s, output in {out}")
     installed = True
     failed = []
@@ -797,12 +815,19 @@ def run_part(part: str, out: Path, dry: bool) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dry-run", action="store_true", help="run here without a GPU: interpreter, tiny sizes")
-    parser.add_argument("--out", type=Path, help="where the results go (default $OUT, else .bench-out/truth)")
+    parser.add_argument(
+        "--out", type=Path, help="the work folder (default: /tmp/tesserabench-truth under $OUT, else .bench-out/truth)"
+    )
+    parser.add_argument(
+        "--archive", type=Path, help="pack the work folder here after each part (default: $OUT/truth.tar.gz)"
+    )
     parser.add_argument("--budget", type=float, default=450, help="seconds for all the parts together (default 450)")
     parser.add_argument("--only", help=f"comma-separated parts to run, of {', '.join(PARTS)}")
     parser.add_argument("--part", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    out = args.out or Path(os.environ.get("OUT") or ROOT / ".bench-out") / "truth"
+    device_out = os.environ.get("OUT")
+    out = args.out or (Path("/tmp/tesserabench-truth") if device_out else ROOT / ".bench-out" / "truth")
+    archive = args.archive or (Path(device_out) / "truth.tar.gz" if device_out else None)
     if args.part:
         return run_part(args.part, out, args.dry_run)
     only = None
@@ -811,7 +836,7 @@ def main(argv: list[str] | None = None) -> int:
         unknown = only - set(PARTS)
         if unknown:
             parser.error(f"--only: unknown parts {sorted(unknown)}; choose from {', '.join(PARTS)}")
-    return orchestrate(out, args.dry_run, args.budget, only)
+    return orchestrate(out, args.dry_run, args.budget, only, archive)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,8 @@ def _truth(tmp_path, *args, timeout=400):
 
 
 def test_the_dry_run_goes_through_every_measuring_part(tmp_path):
-    done, truth = _truth(tmp_path, "--only", "device,timers,vendor,static,baseline")
+    archive = tmp_path / "returned" / "truth.tar.gz"
+    done, truth = _truth(tmp_path, "--only", "device,timers,vendor,static,baseline", "--archive", str(archive))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     parts = truth["parts"]
     assert {name: parts[name]["status"] for name in parts} == dict.fromkeys(
@@ -53,6 +55,11 @@ def test_the_dry_run_goes_through_every_measuring_part(tmp_path):
     assert [path.startswith("baselines/main/") for path in baseline["files"]] == [True]
     assert "REGRESSED" not in baseline["verdicts"].values()
     assert (tmp_path / "truth.log").read_text().count("done in") >= 5
+    # The device returns 8 files at most: everything travels in one archive, the summary beside it.
+    with tarfile.open(archive) as packed:
+        names = set(packed.getnames())
+    assert {"truth/truth.json", "truth/part-timers.json", "truth/baseline-compare.log", "truth/compare.json"} <= names
+    assert json.loads((archive.parent / "truth.json").read_text()) == truth
 
 
 def test_a_part_the_budget_cannot_fit_is_not_started_and_says_so(tmp_path):
