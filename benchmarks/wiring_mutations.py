@@ -659,6 +659,13 @@ MUTATIONS = (
         "",
         ("tests/gate/test_cli_report.py",),
     ),
+    Mutation(
+        "against another machine's baseline a run measures in one pass",
+        PLUGIN,
+        "        _one_pass_when_no_timing_is_compared(state)\n",
+        "",
+        ("tests/plugin/test_static_analysis.py",),
+    ),
 )
 
 

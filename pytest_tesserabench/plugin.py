@@ -201,6 +201,21 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
                 state.measurer = passes.PassesMeasurer(state.passes)
 
 
+def _one_pass_when_no_timing_is_compared(state) -> None:
+    """Interleaved passes steady timings the gate compares with this machine's baseline; against
+    another machine's (record on a GPU, gate anywhere) only kernel figures are compared, so a run
+    that saves nothing measures once (unless --bench-passes asked for more)."""
+    comparison, settings = state.comparison, state.settings
+    if state.passes is None or settings.passes is not None or settings.save or comparison is None:
+        return
+    if comparison.same_machine:
+        return
+    from pytest_tesserabench.measure.sampling import LocalMeasurer
+
+    state.passes, state.measurer = None, LocalMeasurer()
+    state.passes_not_possible = "the baseline is another machine's, so no timing is compared (kernel figures only)"
+
+
 def _interrupt_on_sigterm():
     """CI cancels a job with SIGTERM, which would kill the session outright and leave the A/B
     worktree and the served processes' folders behind (--bench-ab's, and the fresh processes of a
@@ -409,6 +424,7 @@ class SessionHooks:
             raise pytest.UsageError(str(exc)) from None
         if problem and not state.is_worker:
             warnings_.append(problem)
+        _one_pass_when_no_timing_is_compared(state)
         if settings.html_path is not None:
             from pytest_tesserabench.report.plots import missing_dependency
 

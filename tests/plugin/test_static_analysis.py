@@ -103,6 +103,11 @@ def test_a_baseline_recorded_on_a_gpu_gates_the_kernel_figures_on_a_gpu_less_run
     result.stdout.fnmatch_lines(
         ["*UNCHANGED*kernel figures compared; timings not (timings come from another machine)*"]
     )
+    # Timings are not compared, so none are measured again in interleaved passes.
+    result.stdout.fnmatch_lines(
+        ["tesserabench: one pass over the benchmark tests: the baseline is another machine's, so no timing*"]
+    )
+    result.stdout.no_fnmatch_line("*pass 1 of *")
 
     (kernel,) = data["runs"][0]["benchmarks"]["test_k.py::test_scale"]["kernels"]
     kernel["occupancy"] = 1.0  # the GPU-recorded kernel reached full occupancy; this one does not
