@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from pytest_tesserabench.measure import integrity
 from pytest_tesserabench.measure.instruments import Instruments
 from pytest_tesserabench.measure.precision import Precision
 from pytest_tesserabench.measure.time_limit import budget_s, time_limit
@@ -70,6 +71,7 @@ class Bench:
         name: str | None = None,
         comm_bytes=None,
         bus_factor=None,
+        allow=None,
         **kwargs,
     ):
         __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
@@ -83,6 +85,10 @@ class Bench:
             if value is not None and (not isinstance(value, numbers.Real) or value < 0 or not math.isfinite(value)):
                 raise BenchUsageError(f"bench({label}={value!r}): expected a non-negative number of {label}")
         comm = _communication(comm_bytes, bus_factor)
+        try:
+            allowed = integrity.parse_allow(allow)
+        except ValueError as exc:
+            raise BenchUsageError(str(exc)) from None
         if name in self._names:
             raise BenchUsageError(
                 f"bench() was already called with name={name!r} in this test; give each measured "
@@ -100,7 +106,7 @@ class Bench:
         if limit:  # under A/B the served processes' own limits fire first: they name the side that hung
             limit += budget_s(self._settings) + (SERVED_SPEAK_FIRST_S if self._settings.ab else 0.0)
         with time_limit(limit, f"bench({label}{'' if name is None else f', name={name!r}'})"):
-            return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm)
+            return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm, allowed=allowed)
 
     @property
     def extra_info(self) -> dict[str, Any]:
@@ -131,7 +137,7 @@ class Bench:
             return f"{exc}; store numbers, strings, lists or dicts of them"
         return None
 
-    def _measure(self, fn, args, kwargs, *, flops, nbytes, name, comm=None):
+    def _measure(self, fn, args, kwargs, *, flops, nbytes, name, comm=None, allowed=frozenset()):
         __tracebackhide__ = True
         from pytest_tesserabench.machine import profiling  # numpy/scipy only once measuring
         from pytest_tesserabench.measure import sampling, timing
@@ -147,6 +153,8 @@ class Bench:
             from pytest_tesserabench.machine import threads
 
             threads.apply_torch(self._settings.threads)
+        label = _label(fn, name)
+        before = integrity.Snapshot(args, kwargs) if {"inplace", "alias"} - allowed else None
         try:
             with instruments.capture_kernels() as launches:
                 result = fn(*args, **kwargs)
@@ -155,6 +163,15 @@ class Bench:
             _explain(exc, fn, name, "its first call")
             raise
         interpreted = bool(launches) and any(getattr(launch, "interpreted", False) for launch in launches)
+        after_first = None
+        if before is not None and before.complete:
+            if "alias" not in allowed:
+                _refuse(label, integrity.check_aliases(result, before.found, before.changed()))
+            if "inplace" not in allowed:
+                after_first = integrity.Snapshot(args, kwargs)
+        del before
+        if "cached" not in allowed and not interpreted:  # (interpreted timings are never gated)
+            _refuse(label, integrity.check_cached(fn, args, kwargs, result))
         call = _bind(fn, args, kwargs)
         timer = timing.make_timer(self._settings.timer, call, args, kwargs, interpreted=interpreted)
         budget = sampling.Budget(
@@ -181,6 +198,17 @@ class Bench:
         finally:
             if status:
                 status.stop()
+        if after_first is not None:
+            changed = after_first.changed()
+            if changed:
+                _refuse(
+                    label,
+                    f"the calls change {', '.join(changed)} in place: after the timed calls it differs from what "
+                    "the first call left, so each timed call worked on different data. Give the calls inputs they "
+                    "do not change, or pass allow=('inplace',) for a kernel that is in place by design",
+                )
+        if "async" not in allowed and timer.name in GPU_TIMERS:
+            _refuse(label, integrity.check_async(call, timer.torch, timer.device))
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
         trace = None
         if self._settings.trace_dir is not None:
@@ -322,6 +350,18 @@ def _typo_hint(exc: BaseException, kwargs: dict) -> None:
             exc.add_note(
                 f"tesserabench: {key}= was passed on to the function; did you mean bench(..., {close[0]}=...)?"
             )
+
+
+def _label(fn, name: str | None) -> str:
+    label = getattr(fn, "__qualname__", None) or repr(fn)
+    return f"bench({label}{'' if name is None else f', name={name!r}'})"
+
+
+def _refuse(label: str, problem: str | None) -> None:
+    """Fail the test when a measurement cannot be trusted (measure/integrity.py says why)."""
+    __tracebackhide__ = True
+    if problem:
+        pytest.fail(f"{label}: {problem}", pytrace=False)
 
 
 def _explain(exc: BaseException, fn, name: str | None, when: str) -> None:
