@@ -31,7 +31,13 @@ import os
 from kernels._common import is_interpreting
 from pytest_tesserabench import collectives
 
-ON_DEVICE = not is_interpreting()
+# The GPU's size set where kernels run on one, the interpreter's elsewhere.
+# TESSERABENCH_SUITE_SIZES=device collects the GPU's ids without one, to gate the static figures of a
+# baseline recorded on a GPU (docs/gpu-validation.md); =interpreter gives a GPU the quick set.
+SUITE_SIZES = os.environ.get("TESSERABENCH_SUITE_SIZES")
+if SUITE_SIZES not in (None, "device", "interpreter"):
+    raise ValueError(f"TESSERABENCH_SUITE_SIZES={SUITE_SIZES!r}: choose device or interpreter, or leave it unset")
+ON_DEVICE = SUITE_SIZES == "device" if SUITE_SIZES else not is_interpreting()
 
 # --------------------------------------------------------------------------- matmul
 MATMUL_SQUARE = [1024, 2048, 4096, 8192] if ON_DEVICE else [64]
