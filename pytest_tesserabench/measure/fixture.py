@@ -154,7 +154,6 @@ class Bench:
 
             threads.apply_torch(self._settings.threads)
         label = _label(fn, name)
-        before = integrity.Snapshot(args, kwargs) if {"inplace", "alias"} - allowed else None
         try:
             with instruments.capture_kernels() as launches:
                 result = fn(*args, **kwargs)
@@ -163,15 +162,9 @@ class Bench:
             _explain(exc, fn, name, "its first call")
             raise
         interpreted = bool(launches) and any(getattr(launch, "interpreted", False) for launch in launches)
-        after_first = None
-        if before is not None and before.complete:
-            if "alias" not in allowed:
-                _refuse(label, integrity.check_aliases(result, before.found, before.changed()))
-            if "inplace" not in allowed:
-                after_first = integrity.Snapshot(args, kwargs)
-        del before
-        if "cached" not in allowed and not interpreted:  # (interpreted timings are never gated)
-            _refuse(label, integrity.check_cached(fn, args, kwargs, result))
+        after_first = integrity.Snapshot(args, kwargs) if "inplace" not in allowed else None
+        if {"alias", "cached"} - allowed and not interpreted:  # (interpreted timings are never gated)
+            _refuse(label, integrity.check_perturbed(fn, args, kwargs, result, allowed))
         call = _bind(fn, args, kwargs)
         timer = timing.make_timer(self._settings.timer, call, args, kwargs, interpreted=interpreted)
         budget = sampling.Budget(
@@ -198,7 +191,7 @@ class Bench:
         finally:
             if status:
                 status.stop()
-        if after_first is not None:
+        if after_first is not None and after_first.complete:
             changed = after_first.changed()
             if changed:
                 _refuse(

@@ -7,20 +7,21 @@ saw all of it. Four ways it goes wrong without an error (the ways kernel leaderb
   call works on different data. Seen as tensors or arrays among the arguments that differ after
   the timed calls from right after the first call. Writing into an output argument the same way
   each call (``out=``, ``dst.copy_(src)``) changes nothing after the first call and passes.
-- ``alias``: the result is an argument, or a view of one, that the call left unchanged: nothing
-  was computed (a lazy or view result, ``x.t()``).
-- ``cached``: one extra call on perturbed copies of the inputs returns the very same object with
-  the same values: the result is cached, so the timed calls measured a lookup (a buffer the function
-  owns and writes anew each call has new values and passes). Skipped for kernels run in the Triton
-  interpreter (their timings are never gated and a call costs seconds) and for calls that fail on
-  the perturbed inputs (nothing can be told).
+- ``cached`` and ``alias``, from one extra call on perturbed copies of the array arguments (each
+  array moved by another amount, so none equals another): the very same object as the first
+  call's with the same values is a cached result, and the timed calls measured a lookup (a buffer
+  the function owns and writes anew each call has new values and passes); a result that is one of
+  those copies, or a view of it, left unchanged by the call is nothing computed (``x.t()``,
+  ``lambda x: x``; an output argument the call writes, ``dst.copy_(src)``, changes and passes).
+  Skipped for kernels run in the Triton interpreter (their timings are never gated and a call
+  costs seconds) and for calls that fail on the perturbed inputs (nothing can be told).
 - ``async`` (CUDA timers): after one more call timed by events on the current stream, the device
   stays busy for longer than the events read and than ``ASYNC_FLOOR_MS``: work on a side stream,
   or events recorded on another stream than the work's.
 
 ``bench(fn, ..., allow=("inplace",))`` turns a check off for a kernel that is in place by design.
-Tensors and arrays are copied for the comparison up to ``SNAPSHOT_BYTES`` in all (beyond that
-the ``inplace`` and ``alias`` checks are skipped: the copies would cost more than the call).
+Tensors and arrays are copied for the comparisons up to ``SNAPSHOT_BYTES`` in all (beyond that
+the checks that need the copies are skipped: they would cost more than the call).
 """
 
 from __future__ import annotations
@@ -33,10 +34,6 @@ from typing import Any
 CHECKS = ("inplace", "alias", "cached", "async")
 SNAPSHOT_BYTES = 256 * 1024**2
 ASYNC_FLOOR_MS = 0.2
-
-
-class IntegrityError(AssertionError):
-    """A measurement that cannot be trusted; the message names the cause and the way out."""
 
 
 def parse_allow(allow: Any) -> frozenset[str]:
@@ -141,39 +138,28 @@ class Snapshot:
         return [where for (where, array), copy in zip(self.found, self.copies) if not _same(array, copy)]
 
 
-def check_aliases(result: Any, found: list[tuple[str, Any]], written: list[str]) -> str | None:
-    """The first call's result is (a view of) an argument that call did not write."""
-    for where_out, out in _arrays(result, "result"):
-        for where_in, array in found:
-            if where_in not in written and _shares_memory(out, array):
-                return (
-                    f"its {where_out} is {where_in} or a view of it, which the call left unchanged: nothing was "
-                    "computed (a lazy or view result). Return the computed result, or pass allow=('alias',)"
-                )
-    return None
-
-
 def perturbed(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-    """Copies of the arguments with every array's values changed (floats scaled and shifted,
-    integers and booleans moved); None when there is no array to change."""
+    """Copies of the arguments with every array's values changed, each array by another amount
+    (floats halved and shifted by 0.25 x its position, integers moved by their position, booleans
+    flipped), so two arrays that held the same values no longer do; None when there is no array."""
     torch, numpy = sys.modules.get("torch"), sys.modules.get("numpy")
-    changed = False
+    count = 0
 
     def move(value):
-        nonlocal changed
+        nonlocal count
         if torch is not None and isinstance(value, torch.Tensor):
-            changed = True
+            count += 1
             copy = value.detach().clone()
             if copy.dtype == torch.bool:
                 return ~copy
             if copy.is_floating_point() or copy.is_complex():
-                return copy * 0.5 + 0.25
-            return copy + 1
+                return copy * 0.5 + 0.25 * count
+            return copy + count
         if numpy is not None and isinstance(value, numpy.ndarray):
-            changed = True
+            count += 1
             if value.dtype == bool:
                 return ~value
-            return value * 0.5 + 0.25 if value.dtype.kind in "fc" else value + 1
+            return value * 0.5 + 0.25 * count if value.dtype.kind in "fc" else value + count
         if isinstance(value, list):
             return [move(item) for item in value]
         if isinstance(value, tuple):
@@ -183,31 +169,43 @@ def perturbed(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
         return value
 
     moved = (tuple(move(value) for value in args), {key: move(value) for key, value in kwargs.items()})
-    return moved if changed else None
+    return moved if count else None
 
 
-def check_cached(fn: Callable, args: tuple, kwargs: dict, result: Any) -> str | None:
-    """One call on perturbed inputs returns the first call's very object (that is no argument)."""
-    if result is None or isinstance(result, (bool, int, float, str)):
-        return None
+def check_perturbed(fn: Callable, args: tuple, kwargs: dict, result: Any, allowed: frozenset[str]) -> str | None:
+    """One call on perturbed copies of the arguments: the very object of the first call again,
+    with its values (``cached``), or a result that is an argument, or a view of one, the call left
+    unchanged (``alias``)."""
     moved = perturbed(args, kwargs)
     if moved is None:
         return None
+    inputs = arguments(*moved)
     outputs = list(_arrays(result, "result"))
-    if sum(_nbytes(array) for _, array in outputs) > SNAPSHOT_BYTES:
+    if sum(_nbytes(array) for _, array in [*inputs, *outputs]) > SNAPSHOT_BYTES:
         return None
-    kept = [_copy(array) for _, array in outputs]
+    inputs_before = [_copy(array) for _, array in inputs]
+    outputs_before = [_copy(array) for _, array in outputs]
     try:
         again = fn(*moved[0], **moved[1])
     except Exception:  # the function may not accept other values (indices, masks): no verdict
         return None
     # A buffer the function owns and writes anew each call (a static output for CUDA graphs) is
     # the same object with new values: only the same object with the same values is a cache.
-    if again is result and all(_same(array, copy) for (_, array), copy in zip(outputs, kept)):
+    cached = again is result and all(_same(array, copy) for (_, array), copy in zip(outputs, outputs_before))
+    if "cached" not in allowed and cached and not isinstance(result, (bool, int, float, str, type(None))):
         return (
             "a call on different inputs returned the very same object: the result is cached, so the timed "
             "calls measured a lookup. Leave the cache out of the benchmark, or pass allow=('cached',)"
         )
+    if "alias" not in allowed:
+        written = {where for (where, array), copy in zip(inputs, inputs_before) if not _same(array, copy)}
+        for where_out, out in _arrays(again, "result"):
+            for where_in, array in inputs:
+                if where_in not in written and _shares_memory(out, array):
+                    return (
+                        f"its {where_out} is {where_in} or a view of it, which the call left unchanged: nothing "
+                        "was computed (a lazy or view result). Return the computed result, or pass allow=('alias',)"
+                    )
     return None
 
 

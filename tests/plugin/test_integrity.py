@@ -82,6 +82,8 @@ def test_writing_an_output_argument_the_same_way_each_call_passes(cheats, fast):
         "    src = torch.randn(256)\n"
         "    bench(copy_into, torch.empty_like(src), src)\n"
         "    bench(static_output, src, name='static')\n"
+        # an output buffer that already holds what the call writes (reused memory): still honest
+        "    bench(copy_into, src.clone(), src, name='again')\n"
     )
     _run(cheats, fast, body).assert_outcomes(passed=1)
 
@@ -179,8 +181,9 @@ def test_work_that_outlives_the_timed_window_is_named():
 
 def test_perturbed_inputs_differ_everywhere_and_leave_the_originals_alone():
     x, mask, idx = torch.randn(4), torch.tensor([True, False]), torch.arange(3)
-    moved_args, moved_kwargs = integrity.perturbed((x, [mask, 3]), {"idx": idx})
+    moved_args, moved_kwargs = integrity.perturbed((x, [mask, 3], x), {"idx": idx})
     assert not torch.equal(moved_args[0], x) and torch.equal(moved_args[1][0], ~mask)
-    assert moved_args[1][1] == 3 and torch.equal(moved_kwargs["idx"], idx + 1)
+    assert not torch.equal(moved_args[0], moved_args[2])  # two arrays that were equal no longer are
+    assert moved_args[1][1] == 3 and torch.equal(moved_kwargs["idx"], idx + 4)
     assert torch.equal(idx, torch.arange(3))
     assert integrity.perturbed((1, "a"), {}) is None
