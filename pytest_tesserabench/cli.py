@@ -113,6 +113,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("--alpha", type=_alpha, default=0.01, help="suite-wide false-alarm rate (default 0.01)")
 
+    history = sub.add_parser(
+        "history",
+        help="each benchmark's saved runs in order, and the steps (change points) found in them",
+        description="Per benchmark of baseline NAME (one table per machine): its saved runs in order (commit, date, "
+        "median and interval), the steps its level took (each with its size, its confidence and the first run "
+        "after it), and a creep: the latest runs slower than the earliest by more than the threshold in steps each "
+        "too small to fail. Needs ruptures (pip install 'pytest-tesserabench[history]'). Exit 1 when a benchmark "
+        "has a step or a creep.",
+    )
+    history.add_argument("name", type=_name, help="the baseline name given to --bench-save")
+    history.add_argument("-k", dest="pattern", metavar="TEXT", help="only benchmarks whose id contains TEXT")
+    history.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
+    history.add_argument("--machine", metavar="KEY", help="only this machine key (default: every machine)")
+    history.add_argument("--width", type=_width, default=None, help="table width in columns (default: the terminal's)")
+    history.add_argument(
+        "--threshold", type=_percent, default=0.05, metavar="PCT", help="the creep to report (default 5)"
+    )
+    history.add_argument(
+        "--alpha", type=_alpha, default=0.01, help="false-step rate per benchmark and history (default 0.01)"
+    )
+
     save = sub.add_parser(
         "save",
         help="append a run file (--bench-json, or the run a locked --bench-save kept) to baseline NAME",
@@ -215,30 +236,11 @@ def _show(args: argparse.Namespace, out, err) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from pytest_tesserabench.history.baseline import baseline_path, load_baseline
+    from pytest_tesserabench.history.baseline import load_baseline
 
-    folder = args.dir / args.name
-    if args.machine:
-        files = [baseline_path(args.dir, args.name, args.machine)]
-        if not files[0].exists():
-            print(
-                f"no baseline {args.name!r} for machine {args.machine!r}: {files[0]} does not exist; "
-                f"record one with `pytest --bench-save={args.name}` on that machine",
-                file=err,
-            )
-            return EXIT_USAGE
-    else:
-        files = sorted(folder.glob("*.json")) if folder.is_dir() else []
-        if not files:
-            from pytest_tesserabench.history.baseline import baseline_names
-
-            recorded = ", ".join(baseline_names(args.dir)) or "none"
-            print(
-                f"no baseline {args.name!r} under {args.dir} (recorded: {recorded}); record one with "
-                f"`pytest --bench-save={args.name}`",
-                file=err,
-            )
-            return EXIT_USAGE
+    files = _baseline_files(args, err)
+    if files is None:
+        return EXIT_USAGE
     buffer = io.StringIO()
     console = Console(
         file=buffer, width=args.width, no_color=True, color_system=None, highlight=False, markup=False
@@ -335,15 +337,64 @@ def _print_detectable(console, runs, args: argparse.Namespace) -> None:
 
 
 def _started(started: str | None) -> str:
-    """A run's start as date and minute in its own time zone (the file keeps ISO 8601 to the second)."""
-    import datetime
+    from pytest_tesserabench.record.units import format_started
 
-    if not started:
-        return "-"
-    try:
-        return datetime.datetime.fromisoformat(started).strftime("%Y-%m-%d %H:%M")
-    except ValueError:
-        return started
+    return format_started(started)
+
+
+def _baseline_files(args: argparse.Namespace, err) -> list[Path] | None:
+    """The machine files of baseline NAME (one with --machine), or None after saying what is missing."""
+    from pytest_tesserabench.history.baseline import baseline_names, baseline_path
+
+    if args.machine:
+        path = baseline_path(args.dir, args.name, args.machine)
+        if path.exists():
+            return [path]
+        print(
+            f"no baseline {args.name!r} for machine {args.machine!r}: {path} does not exist; "
+            f"record one with `pytest --bench-save={args.name}` on that machine",
+            file=err,
+        )
+        return None
+    folder = args.dir / args.name
+    files = sorted(folder.glob("*.json")) if folder.is_dir() else []
+    if not files:
+        recorded = ", ".join(baseline_names(args.dir)) or "none"
+        print(
+            f"no baseline {args.name!r} under {args.dir} (recorded: {recorded}); record one with "
+            f"`pytest --bench-save={args.name}`",
+            file=err,
+        )
+        return None
+    return files
+
+
+def _history(args: argparse.Namespace, out, err) -> int:
+    from pytest_tesserabench.history.baseline import load_baseline
+    from pytest_tesserabench.history.steps import MissingLibrary
+    from pytest_tesserabench.history.timeline import render
+
+    files = _baseline_files(args, err)
+    if files is None:
+        return EXIT_USAGE
+    flagged = 0
+    for path in files:
+        data = load_baseline(path, machine_key=path.stem)
+        try:
+            text, found = render(
+                f"{args.name} on {data.machine_key} ({len(data.runs)} run(s), {path})",
+                data.runs,
+                pattern=args.pattern,
+                threshold=args.threshold,
+                alpha=args.alpha,
+                width=args.width,
+            )
+        except MissingLibrary as exc:
+            print(f"tesserabench history: {exc}", file=err)
+            return EXIT_USAGE
+        out.write(text)
+        flagged += found
+    return 1 if flagged else EXIT_OK
 
 
 def _inspect(rest: list[str], out, err) -> int:
@@ -485,6 +536,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return report_command(args, out, err)
         if args.command == "show":
             return _show(args, out, err)
+        if args.command == "history":
+            return _history(args, out, err)
         if args.command == "save":
             return _save(args, out, err)
         if args.command == "import":

@@ -19,6 +19,18 @@ def format_ms(ms: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+def format_started(started: str | None) -> str:
+    """A run's start as date and minute in its own time zone (the file keeps ISO 8601 to the second)."""
+    import datetime
+
+    if not started:
+        return "-"
+    try:
+        return datetime.datetime.fromisoformat(started).strftime("%Y-%m-%d %H:%M")
+    except ValueError:
+        return started
+
+
 _PREFIXES = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""))
 
 

@@ -1,0 +1,110 @@
+"""Steps in a baseline's history (history/steps.py) and `tesserabench history` (history/timeline.py)."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from pytest_tesserabench.cli import main
+from pytest_tesserabench.history import steps
+from pytest_tesserabench.history.baseline import save_run
+from pytest_tesserabench.record.results import RunDocument
+
+pytest.importorskip("ruptures", reason="needs ruptures (the 'history' extra; CI installs it)")
+
+
+def _series(rng: random.Random, n: int, sd: float, step: float = 0.0, at: int | None = None) -> list[float]:
+    return [10.0 * math.exp(rng.gauss(0, sd)) * (1 + step if at is not None and i >= at else 1) for i in range(n)]
+
+
+def test_a_step_is_found_where_it_is_with_its_size_and_confidence():
+    medians = _series(random.Random(3), 12, 0.01, step=0.2, at=6)
+    (found,) = steps.find_steps(medians, [0.02] * 12)
+    assert found.index == 6
+    assert found.ratio == pytest.approx(1.2, abs=0.03)
+    assert found.confidence > 0.999
+
+
+def test_no_step_in_noise_nor_from_the_latest_run_alone():
+    rng = random.Random(4)
+    assert all(not steps.find_steps(_series(rng, 12, 0.02), [0.04] * 12) for _ in range(50))
+    outlier = _series(rng, 10, 0.01) + [16.0]  # the latest run alone, 60% slower: an outlier or a step
+    assert steps.find_steps(outlier, [0.02] * 11) == []
+
+
+def test_a_noisy_run_weighs_less():
+    medians = [10.0, 10.1, 9.9, 10.0, 12.5, 10.0, 10.1, 9.9, 10.0, 10.05]
+    assert steps.find_steps(medians, [0.01] * 10) == []  # (one run off: not a level)
+    wide = [0.01] * 10
+    wide[4] = 0.5
+    shifted = medians[:5] + [11.5, 11.6, 11.4, 11.5, 11.55]
+    (found,) = steps.find_steps(shifted, wide)
+    assert found.index in (4, 5)
+
+
+def test_a_creep_of_small_steps_is_told_apart():
+    rng = random.Random(5)
+    # three steps of +3% (runs 4, 8, 12): each under the 5% threshold, +9% in all
+    medians = [10.0 * 1.03 ** (i // 4) * math.exp(rng.gauss(0, 0.005)) for i in range(16)]
+    found = steps.find_steps(medians, [0.01] * 16)
+    assert found and all(0 < step.ratio - 1 < 0.05 for step in found)
+    assert steps.creep(medians, found, threshold=0.05) == pytest.approx(0.093, abs=0.01)
+    assert steps.creep(medians, found, threshold=0.10) is None
+    big = [steps.Step(index=5, before_ms=10.0, after_ms=11.0, p_value=0.001)]
+    assert steps.creep(medians, big, threshold=0.05) is None  # a step past the threshold says it instead
+
+
+def test_false_steps_and_power_on_simulated_histories():
+    rng = random.Random(2026)
+    false = sum(bool(steps.find_steps(_series(rng, 20, 0.01), [0.02] * 20)) for _ in range(200))
+    caught = 0
+    for _ in range(100):
+        at = rng.randint(3, 17)
+        caught += any(abs(s.index - at) <= 1 for s in steps.find_steps(_series(rng, 20, 0.01, 0.1, at), [0.02] * 20))
+    assert false <= 4  # 2% of histories at most (alpha 1% per history, Bonferroni over places)
+    assert caught >= 95
+
+
+def _run(rng, scale):
+    return RunDocument.from_json(
+        {
+            "schema": 1,
+            "machine": {"device": "cpu"},
+            "commit": {"sha": f"{rng.integers(1 << 60):015x}", "branch": "main", "dirty": False},
+            "started": "2026-11-21T15:07:16Z",
+            "benchmarks": {
+                name: {"timer": "cpu", "rounds_ms": (np.exp(rng.normal(0, 0.005, 10)) * s).tolist()}
+                for name, s in (("t::steady", 1.0), ("t::stepped", scale))
+            },
+        }
+    )
+
+
+def test_history_lists_the_runs_and_names_the_step(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    for i in range(10):
+        save_run(tmp_path, "main", "cpu-test", _run(rng, 1.25 if i >= 5 else 1.0))
+    assert main(["history", "main", "--dir", str(tmp_path), "--width", "120"]) == 1
+    out = capsys.readouterr().out
+    stepped = out[out.index("t::stepped") :]
+    assert "step +2" in stepped and "first in run 6" in stepped
+    assert "no step in 10 run(s)" in out[out.index("t::steady") : out.index("t::stepped")]
+    assert main(["history", "main", "--dir", str(tmp_path), "-k", "steady"]) == 0
+    assert "t::stepped" not in capsys.readouterr().out
+
+
+def test_history_without_ruptures_or_baseline_says_what_to_do(tmp_path, capsys, monkeypatch):
+    assert main(["history", "main", "--dir", str(tmp_path)]) == 2
+    assert "no baseline 'main'" in capsys.readouterr().err
+    save_run(tmp_path, "main", "cpu-test", _run(np.random.default_rng(1), 1.0))
+
+    def missing():
+        raise steps.MissingLibrary("finding steps needs ruptures: pip install 'pytest-tesserabench[history]'")
+
+    monkeypatch.setattr(steps, "_ruptures", missing)
+    save_run(tmp_path, "main", "cpu-test", _run(np.random.default_rng(2), 1.0))
+    for seed in range(3, 6):
+        save_run(tmp_path, "main", "cpu-test", _run(np.random.default_rng(seed), 1.0))
+    assert main(["history", "main", "--dir", str(tmp_path)]) == 2
+    assert "pip install 'pytest-tesserabench[history]'" in capsys.readouterr().err
