@@ -660,6 +660,13 @@ MUTATIONS = (
         ("tests/gate/test_cli_report.py",),
     ),
     Mutation(
+        "--bench-compare says when the baseline crept",
+        TERMINAL,
+        "    creep = creep_line(state)\n",
+        "    creep = None\n",
+        ("tests/gate/test_history_steps.py",),
+    ),
+    Mutation(
         "against another machine's baseline a run measures in one pass",
         PLUGIN,
         "        _one_pass_when_no_timing_is_compared(state)\n",

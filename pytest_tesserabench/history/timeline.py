@@ -103,3 +103,22 @@ def render(
                 f"the {threshold:.0%} threshold"
             )
     return buffer.getvalue(), flagged
+
+
+def creeping(runs: Sequence[RunDocument], ids, threshold: float, *, alpha: float = 0.01) -> dict[str, float]:
+    """Of the benchmarks ``ids``, those whose baseline crept: id -> the slowdown from its earliest
+    runs to its latest, past ``threshold`` with no single step that large. Without ruptures every
+    slowdown past the threshold counts (the steps cannot be told)."""
+    chosen = set(ids)
+    out = {}
+    for record_id, points in series(runs).items():
+        if record_id not in chosen:
+            continue
+        try:
+            found = steps_of(points, alpha=alpha)
+        except steps_.MissingLibrary:
+            found = []
+        change = steps_.creep([p.median_ms for p in points], found, threshold)
+        if change is not None:
+            out[record_id] = change
+    return out

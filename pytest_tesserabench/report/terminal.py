@@ -290,9 +290,31 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     suite = suite_line(state)
     if suite:
         terminalreporter.write_line(suite, red=state.suite.failed)
+    creep = creep_line(state)
+    if creep:
+        terminalreporter.write_line(creep, yellow=True)
     not_run = not_run_line(state)
     if not_run:
         terminalreporter.write_line(not_run)
+
+
+def creep_line(state) -> str | None:
+    """The benchmarks whose baseline (this machine's) got slower from its earliest runs to its
+    latest by more than the threshold, in steps each too small to fail a comparison."""
+    comparison = state.comparison
+    if comparison is None or not comparison.same_machine:
+        return None
+    from pytest_tesserabench.history.timeline import creeping
+
+    crept = creeping(comparison.baseline.runs, state.records, state.settings.threshold)
+    if not crept:
+        return None
+    listed = ", ".join(f"{i} ({change:+.1%})" for i, change in sorted(crept.items(), key=lambda kv: -kv[1]))
+    return (
+        f"creep: {len(crept)} benchmark(s) of baseline {state.settings.compare} got slower over its runs by more "
+        f"than {state.settings.threshold:.0%} in steps each too small to fail: {listed}; "
+        f"`tesserabench history {state.settings.compare}` shows the runs"
+    )
 
 
 def run_notes(state, config) -> list[str]:

@@ -108,3 +108,25 @@ def test_history_without_ruptures_or_baseline_says_what_to_do(tmp_path, capsys, 
         save_run(tmp_path, "main", "cpu-test", _run(np.random.default_rng(seed), 1.0))
     assert main(["history", "main", "--dir", str(tmp_path)]) == 2
     assert "pip install 'pytest-tesserabench[history]'" in capsys.readouterr().err
+
+
+def test_a_comparison_names_a_baseline_that_crept(pytester):
+    from pytest_tesserabench.machine import device as machine
+
+    rng = np.random.default_rng(7)
+    for i in range(12):  # +3% at runs 5 and 9: each under the 5% threshold, +6% in all
+        run = _run(rng, 1.0).to_json()
+        run["benchmarks"] = {
+            "test_creep.py::test_a": {
+                "nodeid": "test_creep.py::test_a",
+                "timer": "cpu",
+                "rounds_ms": (np.exp(rng.normal(0, 0.002, 10)) * 1.03 ** (i // 4)).tolist(),
+            }
+        }
+        save_run(pytester.path / "baselines", "main", machine.machine_key(), RunDocument.from_json(run))
+    pytester.makepyfile(test_creep="def test_a(bench):\n    bench(sum, range(100))\n")
+    result = pytester.runpytest("--bench-compare=main", "--bench-max-time=0.01", "--bench-warmup=0")
+    result.stdout.fnmatch_lines(
+        ["creep: 1 benchmark(s) of baseline main got slower over its runs by more than 5% in steps each too small "
+         "to fail: test_creep.py::test_a (+6.*); `tesserabench history main` shows the runs"]
+    )  # fmt: skip
