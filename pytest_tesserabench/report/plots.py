@@ -330,14 +330,36 @@ def history_plot(
             label=label if len(lines) <= 10 else None,
         )
     ax.axhline(0, color="#444", linewidth=0.8)
+    marked = _mark_steps(ax, history, [record_id for _, record_id, _ in lines])
     names = [_run_label(run, i) for i, run in enumerate(history)] + ["this run"]
     ax.set_xticks(xs, names, rotation=30 if len(xs) > 5 else 0, ha="right" if len(xs) > 5 else "center", fontsize=8)
     ax.set_xlabel("baseline runs, oldest first (commit), then this run")
     ax.set_ylabel("median against the baseline's [%]")
     if 1 < len(lines) <= 10:
         ax.legend(fontsize=7, frameon=False)
-    caption = f"{len(history)} baseline run(s); red: regressed"
+    caption = f"{len(history)} baseline run(s); red: regressed; {marked}"
     return Plot("history", "history over the baseline's runs", _svg(fig), caption)
+
+
+def _mark_steps(ax, history: Sequence[RunDocument], ids: Sequence[str]) -> str:
+    """A dashed line before the first run after each step the baseline's history took (the steps
+    `tesserabench history` finds), labelled with its size; what the caption says about them."""
+    from pytest_tesserabench.history import steps as steps_
+    from pytest_tesserabench.history.timeline import series, steps_of
+
+    try:
+        found = {i: (points, steps_of(points, alpha=0.01)) for i, points in series(history).items() if i in ids}
+    except steps_.MissingLibrary:
+        return "steps not marked (pip install 'pytest-tesserabench[history]')"
+    count = 0
+    for points, steps in found.values():
+        for step in steps:
+            x = points[step.index].run - 1.5  # between the last run before the step and the first after
+            ax.axvline(x, color="#888", linestyle="--", linewidth=0.8)
+            ax.annotate(f"{step.ratio - 1:+.0%}", (x, 1), xycoords=("data", "axes fraction"), fontsize=7,
+                        ha="center", va="bottom")  # fmt: skip
+            count += 1
+    return f"dashed: {count} step(s) in the baseline's runs" if count else "no step in the baseline's runs"
 
 
 def group_plots(

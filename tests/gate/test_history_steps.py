@@ -130,3 +130,19 @@ def test_a_comparison_names_a_baseline_that_crept(pytester):
         ["creep: 1 benchmark(s) of baseline main got slower over its runs by more than 5% in steps each too small "
          "to fail: test_creep.py::test_a (+6.*); `tesserabench history main` shows the runs"]
     )  # fmt: skip
+
+
+def test_the_reports_history_plot_marks_the_steps():
+    pytest.importorskip("matplotlib")
+    from pytest_tesserabench.report.plots import history_plot
+
+    rng = np.random.default_rng(3)
+    history = [_run(rng, 1.25 if i >= 5 else 1.0) for i in range(10)]
+    current = _run(rng, 1.25)
+    plot = history_plot(list(current.benchmarks.values()), history, current, {})
+    assert "dashed: 1 step(s) in the baseline's runs" in plot.caption
+    assert "+25%" in plot.svg or "+24%" in plot.svg
+    steady = [_run(rng, 1.0) for _ in range(10)]
+    assert (
+        "no step in the baseline's runs" in history_plot(list(current.benchmarks.values()), steady, current, {}).caption
+    )
