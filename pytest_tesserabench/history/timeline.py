@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import io
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_tesserabench.history import steps as steps_
 from pytest_tesserabench.record.results import RunDocument
 from pytest_tesserabench.record.units import format_ms, format_started
+
+# A run's shared shift is read from this many benchmarks at least; with fewer, a step of one of
+# them would be half the shift, and no shift is taken out.
+MIN_SHARED = 3
 
 
 @dataclass(frozen=True)
@@ -24,10 +29,34 @@ class Point:
     commit: str
     median_ms: float
     ci95_ms: tuple[float, float] | None
+    shift: float = 0.0  # the run's shared shift (log): what moved every benchmark of that run
+
+    @property
+    def adjusted_ms(self) -> float:
+        return self.median_ms / math.exp(self.shift)
+
+
+def shared_shifts(runs: Sequence[RunDocument]) -> list[float]:
+    """Per run, the median over its benchmarks of how far each sat from its own usual level (log
+    medians less each benchmark's median over the runs): what moved the whole run, the machine's
+    speed or a change that touched everything. 0 where fewer than MIN_SHARED benchmarks tell."""
+    logs: dict[str, dict[int, float]] = {}
+    for number, run in enumerate(runs):
+        for record_id, record in run.benchmarks.items():
+            if record.stats is not None and record.stats.median_ms > 0:
+                logs.setdefault(record_id, {})[number] = math.log(record.stats.median_ms)
+    usual = {i: statistics.median(by_run.values()) for i, by_run in logs.items()}
+    shifts = []
+    for number in range(len(runs)):
+        away = [by_run[number] - usual[i] for i, by_run in logs.items() if number in by_run]
+        shifts.append(statistics.median(away) if len(away) >= MIN_SHARED else 0.0)
+    return shifts
 
 
 def series(runs: Sequence[RunDocument]) -> dict[str, list[Point]]:
-    """Benchmark id -> its points, in saved order (runs that did not measure it are skipped)."""
+    """Benchmark id -> its points, in saved order (runs that did not measure it are skipped),
+    each with its run's shared shift."""
+    shifts = shared_shifts(runs)
     out: dict[str, list[Point]] = {}
     for number, run in enumerate(runs, 1):
         sha = str(run.commit.get("sha") or "-")[:8] + ("+dirty" if run.commit.get("dirty") else "")
@@ -35,7 +64,8 @@ def series(runs: Sequence[RunDocument]) -> dict[str, list[Point]]:
             if record.stats is None or not record.stats.median_ms > 0:
                 continue
             ci = tuple(record.stats.ci95_ms) if record.stats.ci95_ms else None
-            out.setdefault(record_id, []).append(Point(number, run.started, sha, record.stats.median_ms, ci))
+            point = Point(number, run.started, sha, record.stats.median_ms, ci, shifts[number - 1])
+            out.setdefault(record_id, []).append(point)
     return out
 
 
@@ -46,7 +76,16 @@ def _half_width(point: Point) -> float | None:
 
 
 def steps_of(points: Sequence[Point], *, alpha: float) -> list[steps_.Step]:
-    return steps_.find_steps([p.median_ms for p in points], [_half_width(p) for p in points], alpha=alpha)
+    """The steps of a benchmark's own level: its medians less each run's shared shift."""
+    return steps_.find_steps([p.adjusted_ms for p in points], [_half_width(p) for p in points], alpha=alpha)
+
+
+def suite_steps(runs: Sequence[RunDocument], *, alpha: float) -> list[steps_.Step]:
+    """The steps the shared shift itself took: every benchmark moved together."""
+    shifts = shared_shifts(runs)
+    if not any(shifts):
+        return []
+    return steps_.find_steps([math.exp(s) for s in shifts], alpha=alpha)
 
 
 def render(
@@ -60,40 +99,52 @@ def render(
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, no_color=True, color_system=None, highlight=False, markup=False)
     console.print(title, soft_wrap=True)
+    adjusted = any(shared_shifts(runs))
+    if adjusted:
+        console.print(
+            f"  steps are looked for in each benchmark's medians less its run's shared shift (the median move of "
+            f"the run's benchmarks, {MIN_SHARED} or more): what moved every benchmark together is the machine, or a "
+            "change that touched all, and is said once:"
+        )
+        found_suite = suite_steps(runs, alpha=alpha)
+        for step in found_suite:
+            console.print(
+                f"  the whole run stepped {step.ratio - 1:+.1%} at run {step.index + 1} "
+                f"({format_started(runs[step.index].started)}), confidence {step.confidence:.1%}"
+            )
+        if not found_suite:
+            console.print("  the shared shift took no step")
     flagged = 0
     chosen = {i: p for i, p in series(runs).items() if pattern is None or pattern.lower() in i.lower()}
     if not chosen:
         console.print(f"  no benchmark{f' matching {pattern!r}' if pattern else ''} with a timing in these runs")
+    columns = [("#", True), ("started", False), ("commit", False), ("median", True), ("95% interval", True)]
+    if adjusted:
+        columns.append(("run shift", True))
     for record_id, points in chosen.items():
         found = steps_of(points, alpha=alpha)
-        creeping = steps_.creep([p.median_ms for p in points], found, threshold)
+        creeping = steps_.creep([p.adjusted_ms for p in points], found, threshold)
         flagged += bool(found) or creeping is not None
         console.print(f"\n{record_id}", soft_wrap=True)
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-        for column, right in (
-            ("#", True),
-            ("started", False),
-            ("commit", False),
-            ("median", True),
-            ("95% interval", True),
-        ):
+        for column, right in columns:
             table.add_column(column, justify="right" if right else "left", no_wrap=True)
         starts = {step.index: step for step in found}
         for position, point in enumerate(points):
             if position in starts:
                 step = starts[position]
-                table.add_row("", f"step {step.ratio - 1:+.1%}", f"confidence {step.confidence:.1%}", "", "")
+                marker = [f"step {step.ratio - 1:+.1%}", f"confidence {step.confidence:.1%}"]
+                table.add_row("", *marker, *[""] * (len(columns) - 3))
             interval = f"[{format_ms(point.ci95_ms[0])}, {format_ms(point.ci95_ms[1])}]" if point.ci95_ms else "-"
-            table.add_row(
-                str(point.run), format_started(point.started), point.commit, format_ms(point.median_ms), interval
-            )
+            row = [str(point.run), format_started(point.started), point.commit, format_ms(point.median_ms), interval]
+            table.add_row(*row, *([f"{math.expm1(point.shift):+.1%}"] if adjusted else []))
         console.print(table)
         for step in found:
             after = points[step.index]
             console.print(
-                f"  step {step.ratio - 1:+.1%} ({format_ms(step.before_ms)} -> {format_ms(step.after_ms)}), "
-                f"confidence {step.confidence:.1%}, first in run {after.run} "
-                f"({after.commit}, {format_started(after.started)})"
+                f"  step {step.ratio - 1:+.1%} ({format_ms(step.before_ms)} -> {format_ms(step.after_ms)}"
+                f"{', shared shift taken out' if adjusted else ''}), confidence {step.confidence:.1%}, first in run "
+                f"{after.run} ({after.commit}, {format_started(after.started)})"
             )
         if not found:
             console.print(f"  no step in {len(points)} run(s) at alpha {alpha:g}")
@@ -118,7 +169,7 @@ def creeping(runs: Sequence[RunDocument], ids, threshold: float, *, alpha: float
             found = steps_of(points, alpha=alpha)
         except steps_.MissingLibrary:
             found = []
-        change = steps_.creep([p.median_ms for p in points], found, threshold)
+        change = steps_.creep([p.adjusted_ms for p in points], found, threshold)
         if change is not None:
             out[record_id] = change
     return out

@@ -2,6 +2,7 @@
 
 import math
 import random
+import re
 
 import numpy as np
 import pytest
@@ -146,3 +147,30 @@ def test_the_reports_history_plot_marks_the_steps():
     assert (
         "no step in the baseline's runs" in history_plot(list(current.benchmarks.values()), steady, current, {}).caption
     )
+
+
+def test_what_moved_every_benchmark_is_said_once_and_taken_out_of_each(tmp_path, capsys):
+    rng = np.random.default_rng(11)
+    for i in range(10):  # (a baseline keeps 10 runs)
+        machine = 1.5 if i >= 7 else 1.0  # the machine slows every benchmark from run 8
+        scales = {"t::a": 1.0, "t::b": 2.0, "t::c": 3.0, "t::stepped": 1.2 if i >= 4 else 1.0}
+        run = {
+            "schema": 1,
+            "machine": {"device": "cpu"},
+            "commit": {"sha": f"{i:040x}", "branch": "main", "dirty": False},
+            "started": "2026-11-21T15:07:16Z",
+            "benchmarks": {
+                name: {"timer": "cpu", "rounds_ms": (np.exp(rng.normal(0, 0.003, 10)) * s * machine).tolist()}
+                for name, s in scales.items()
+            },
+        }
+        save_run(tmp_path, "main", "cpu-test", RunDocument.from_json(run))
+    assert main(["history", "main", "--dir", str(tmp_path), "--width", "120"]) == 1
+    out = capsys.readouterr().out
+    assert "the whole run stepped +5" in out and "at run 8" in out
+    stepped = out[out.index("t::stepped") :]
+    assert re.search(r"step \+(19|20)\.\d%", stepped) and "first in run 5" in stepped
+    assert "shared shift taken out" in stepped
+    for steady in ("t::a", "t::b", "t::c"):
+        block = out[out.index(f"\n{steady}\n") :]
+        assert block[: block.index("\n\n", 2) if "\n\n" in block[2:] else None].count("step +") == 0
