@@ -144,14 +144,28 @@ def _levels_hold(logs: Sequence[float], left: range, right: range, middle: float
     return after >= MIN_RUNS and before >= MIN_RUNS
 
 
-def creep(medians_ms: Sequence[float], steps: Sequence[Step], threshold: float, *, ends: int = 3) -> float | None:
-    """The slowdown from the earliest runs to the latest (medians of ``ends`` runs each) when it
-    exceeds ``threshold`` while no single step does: a creep of steps each too small to fail.
-    None otherwise."""
-    if len(medians_ms) < 2 * ends:
+def creep(
+    medians_ms: Sequence[float],
+    steps: Sequence[Step],
+    threshold: float,
+    *,
+    half_widths: Sequence[float | None] = (),
+    alpha: float = 0.01,
+    ends: int = 3,
+) -> float | None:
+    """The slowdown from the earliest runs to the latest (the levels of ``ends`` runs each, as
+    find_steps weighs them) when it exceeds ``threshold``, is significant at ``alpha``, and no
+    single step is that large: a creep of steps each too small to fail. None otherwise."""
+    if len(medians_ms) < 2 * ends or any(step.ratio - 1.0 > threshold for step in steps):
         return None
-    earliest, latest = statistics.median(medians_ms[:ends]), statistics.median(medians_ms[-ends:])
-    change = latest / earliest - 1.0
-    if change <= threshold or any(step.ratio - 1.0 > threshold for step in steps):
-        return None
-    return change
+    from scipy import stats
+
+    logs = [math.log(m) for m in medians_ms]
+    var = variances(logs, half_widths)
+    (early, var_early), (late, var_late) = (
+        _level(logs, var, range(ends)),
+        _level(logs, var, range(len(logs) - ends, len(logs))),
+    )
+    change = math.expm1(late - early)
+    p = float(2 * stats.norm.sf(abs(late - early) / math.sqrt(var_early + var_late)))
+    return change if change > threshold and p < alpha else None

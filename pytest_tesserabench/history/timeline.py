@@ -123,7 +123,9 @@ def render(
         columns.append(("run shift", True))
     for record_id, points in chosen.items():
         found = steps_of(points, alpha=alpha)
-        creeping = steps_.creep([p.adjusted_ms for p in points], found, threshold)
+        creeping = steps_.creep(
+            [p.adjusted_ms for p in points], found, threshold, half_widths=[_half_width(p) for p in points], alpha=alpha
+        )
         flagged += bool(found) or creeping is not None
         console.print(f"\n{record_id}", soft_wrap=True)
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
@@ -169,7 +171,9 @@ def creeping(runs: Sequence[RunDocument], ids, threshold: float, *, alpha: float
             found = steps_of(points, alpha=alpha)
         except steps_.MissingLibrary:
             found = []
-        change = steps_.creep([p.adjusted_ms for p in points], found, threshold)
+        change = steps_.creep(
+            [p.adjusted_ms for p in points], found, threshold, half_widths=[_half_width(p) for p in points], alpha=alpha
+        )
         if change is not None:
             out[record_id] = change
     return out
