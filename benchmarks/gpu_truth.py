@@ -13,9 +13,11 @@ priority order, each part with its own deadline, and writes what it finished as 
             torch and vs a device-to-device copy's bandwidth; each output checked against its
             reference
   static    every project kernel as loaded on the device (registers, spills, shared memory)
-            beside the static analysis of the same specialization for the device's arch
+            beside the static analysis of the same specialization for the device's arch; and
+            bench()'s async check against a matmul launched on a side stream
   baseline  three --bench-save=main runs of a reduced suite, then --bench-compare=main of the
             same code (which must pass)
+  plugin    one test through the plugin with --bench-ncu, --bench-trace and --bench-peaks=measure
   ab        if time remains: A/A with --bench-ab=HEAD at 1 and 8 processes per side
 
 Everything lands in a work folder: truth.json (every part's status, seconds and results,
@@ -88,6 +90,7 @@ PARTS = {
     "vendor": (90, 30),
     "static": (60, 15),
     "baseline": (180, 60),
+    "plugin": (90, 30),
     "ab": (200, 60),
 }
 
@@ -266,6 +269,41 @@ def part_baseline(truth: Truth, timeout: float, env: dict) -> dict:
     return {"status": "done" if entry["gate_passed"] else "failed", **entry}
 
 
+PLUGIN_TESTS = {
+    "device": ("tests/bench/test_bench_rows.py::test_softmax[R4096-C8192-bf16]",),
+    "dry": ("tests/bench/test_bench_rows.py::test_softmax[R16-C512-bf16]",),
+}
+
+
+def part_plugin(truth: Truth, timeout: float, env: dict) -> dict:
+    """The plugin's GPU options in one run of one test: Nsight Compute counters (--bench-ncu), a
+    Chrome trace per benchmark (--bench-trace), peaks measured on the device (--bench-peaks)."""
+    traces = truth.out / "traces"
+    run = truth.out / "plugin.json"
+    code = run_logged(
+        truth,
+        "plugin",
+        pytest_command(
+            *PLUGIN_TESTS["dry" if truth.dry else "device"],
+            "-q",
+            "--bench",
+            "--bench-max-time=0.3",
+            "--bench-ncu",
+            f"--bench-trace={traces}",
+            "--bench-peaks=measure",
+            f"--bench-json={run}",
+        ),
+        timeout,
+        env,
+    )
+    entry = {"exit": code, "traces": sorted(path.name for path in traces.glob("*"))[:20]}
+    if run.exists():
+        records = json.loads(run.read_text())["benchmarks"].values()
+        entry["ncu"] = {r.get("name") or "(first)": r.get("ncu") for r in records}
+        entry["roofline"] = {r.get("name") or "(first)": r.get("roofline") for r in records}
+    return {"status": "done" if code == 0 else ("cut" if code == 124 else "failed"), **entry}
+
+
 def part_ab(truth: Truth, timeout: float, env: dict) -> dict:
     if subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True).returncode != 0:
         if truth.dry:
@@ -321,6 +359,8 @@ def orchestrate(out: Path, dry: bool, budget: float, only: set[str] | None, arch
             entry = part_device(truth, timeout, env)
         elif part == "baseline":
             entry = part_baseline(truth, timeout, env)
+        elif part == "plugin":
+            entry = part_plugin(truth, timeout, env)
         elif part == "ab":
             entry = part_ab(truth, timeout, env)
         else:
@@ -740,6 +780,33 @@ def static_launches(dry: bool, every: bool = False) -> tuple[list, dict]:
     return launches, errors
 
 
+def side_stream_check(results: Results, dry: bool) -> None:
+    """bench()'s async check on the device: a matmul launched on a side stream (the timer's events
+    on the current stream see none of it) must be named; the same matmul on the current stream
+    must pass."""
+    if dry:
+        results.note("the async check on a side stream skipped: dry run (tests/plugin/test_integrity.py fakes it)")
+        return
+    import torch
+
+    from pytest_tesserabench.measure import integrity
+
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    side = torch.cuda.Stream()
+
+    def on_side_stream():
+        with torch.cuda.stream(side):
+            return a @ a
+
+    results.put(
+        "async check",
+        {
+            "side stream": integrity.check_async(on_side_stream, torch, "cuda"),
+            "current stream": integrity.check_async(lambda: a @ a, torch, "cuda"),
+        },
+    )
+
+
 def part_static(results: Results, dry: bool) -> None:
     from pytest_tesserabench.inspect import analyse_launches
 
@@ -805,7 +872,7 @@ def run_part(part: str, out: Path, dry: bool) -> int:
         "device": lambda: part_device_info(results, dry),
         "timers": lambda: part_timers(results, dry, out),
         "vendor": lambda: part_vendor(results, dry),
-        "static": lambda: part_static(results, dry),
+        "static": lambda: (side_stream_check(results, dry), part_static(results, dry)),
     }[part]
     runner()
     results.save()

@@ -32,11 +32,11 @@ def _truth(tmp_path, *args, timeout=400):
 
 def test_the_dry_run_goes_through_every_measuring_part(tmp_path):
     archive = tmp_path / "returned" / "truth.tar.gz"
-    done, truth = _truth(tmp_path, "--only", "device,timers,vendor,static,baseline", "--archive", str(archive))
+    done, truth = _truth(tmp_path, "--only", "device,timers,vendor,static,baseline,plugin", "--archive", str(archive))
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     parts = truth["parts"]
     assert {name: parts[name]["status"] for name in parts} == dict.fromkeys(
-        ["device", "timers", "vendor", "static", "baseline"], "done"
+        ["device", "timers", "vendor", "static", "baseline", "plugin"], "done"
     )
     assert parts["device"]["results"]["machine_key"].startswith("cpu-")
     for kernel in ("vector_add", "softmax", "attention", "matmul_bf16"):
@@ -54,7 +54,10 @@ def test_the_dry_run_goes_through_every_measuring_part(tmp_path):
     assert baseline["exits"] == [0, 0, 0, 0] and baseline["gate_passed"] is True
     assert [path.startswith("baselines/main/") for path in baseline["files"]] == [True]
     assert "REGRESSED" not in baseline["verdicts"].values()
-    assert (tmp_path / "truth.log").read_text().count("done in") >= 5
+    plugin = parts["plugin"]
+    assert plugin["exit"] == 0 and len(plugin["traces"]) == 3  # a trace per benchmark of the test
+    assert "no GPU driver" in plugin["ncu"]["(first)"]["reason"]
+    assert (tmp_path / "truth.log").read_text().count("done in") >= 6
     # The device returns 8 files at most: everything travels in one archive, the summary beside it.
     with tarfile.open(archive) as packed:
         names = set(packed.getnames())
