@@ -86,12 +86,13 @@ class ABHooks:
         theirs = {data.get("name"): data for data in at_reference.records}
         for name, record in ours.items():
             if record.ab is not None:
-                reference = {
-                    "reference": theirs.get(name),
-                    "reference_outcome": at_reference.outcome,
-                    "reference_error": at_reference.error,
-                }
-                ours[name] = replace(record, ab={**record.ab, **reference})
+                ab = replace(
+                    record.ab,
+                    reference=theirs.get(name),
+                    reference_outcome=at_reference.outcome,
+                    reference_error=at_reference.error,
+                )
+                ours[name] = replace(record, ab=ab)
         missing = []
         group = next(iter(ours.values())).group if ours else item.nodeid
         for name in dict.fromkeys([*test.reference_unpaired, *at_reference.unpaired]):

@@ -12,6 +12,7 @@ are born alike, and several per side turn that bias into noise the rule can see 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from pytest_tesserabench.processes.served import (
     close_all,
     measurement_args,
 )
+from pytest_tesserabench.record.results import ABDecision, ABResult
 
 
 class TestOnBothSides:
@@ -206,7 +208,7 @@ class ABLead:
     # -- the measurer ------------------------------------------------------------------------------
     def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
         __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
-        info = {"ref": self.reference.ref, "sha": self.reference.sha}
+        info = ABResult(ref=self.reference.ref, sha=self.reference.sha)
         test = self.test
         reached = {process: self._reached(process, name) for process in self._all()} if test else {}
         unpaired = self._why_unpaired(test, reached, timer.name)
@@ -214,8 +216,9 @@ class ABLead:
             for process, message in reached.items():
                 if message is not None:
                     process.skip()
-            info["unpaired"] = unpaired
-            return sampling.measure(timer, budget, plan=sampling.warm_up(timer, budget)), info
+            return sampling.measure(timer, budget, plan=sampling.warm_up(timer, budget)), replace(
+                info, unpaired=unpaired
+            )
         alpha = self.settings.alpha / max(self.selected, 1)
         count = len(self.candidates)
         cpu = measuring_cpu()
@@ -236,25 +239,25 @@ class ABLead:
         for process in self._all():
             process.done()
         decision = result.decision
-        info.update(
-            log_ratios=result.log_ratios,
-            processes=result.processes,
-            reference_rounds_ms=result.reference_rounds_ms,
+        return result.candidate, replace(
+            info,
+            log_ratios=tuple(result.log_ratios),
+            processes=tuple(result.processes),
+            reference_rounds_ms=tuple(result.reference_rounds_ms),
             reference_run_queue_wait_s=result.reference_run_queue_wait_s,
             settle_s=result.settle_s,
             alpha_per_test=alpha,
-            decision={
-                "status": decision.status,
-                "decided": decision.decided,
-                "ratio": decision.ratio,
-                "ci": list(decision.ci),
-                "p_value": decision.p_value,
-                "threshold": decision.threshold,
-                "pairs": decision.pairs,
-                "processes": decision.processes,
-            },
+            decision=ABDecision(
+                status=decision.status,
+                decided=decision.decided,
+                ratio=decision.ratio,
+                ci=tuple(decision.ci),
+                p_value=decision.p_value,
+                threshold=decision.threshold,
+                pairs=decision.pairs,
+                processes=decision.processes,
+            ),
         )
-        return result.candidate, info
 
     def _why_unpaired(self, test: TestOnBothSides | None, reached: dict, timer_name: str) -> str | None:
         if test is None:

@@ -18,42 +18,42 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
         ab = record.ab
         if ab is None:
             continue
-        reference = ab.get("reference") or {}
+        reference = ab.reference or {}
         kernels = compare_kernels(record.kernels, reference.get("kernels"))
-        decision = ab.get("decision")
-        where = f"{ab.get('ref')} ({str(ab.get('sha'))[:10]})"
+        decision = ab.decision
+        where = f"{ab.ref} ({str(ab.sha)[:10]})"
         if decision is None:
-            notes = (f"not compared with {where}: {ab.get('unpaired', 'not measured there')}", *kernels.notes)
+            notes = (f"not compared with {where}: {ab.unpaired or 'not measured there'}", *kernels.notes)
             verdicts[record.id] = Verdict(id=record.id, status="NEW", notes=notes)
             continue
         if "interpreter" in (record.timer, reference.get("timer")):
             # CPU time of Python emulating a GPU says nothing about the kernel: figures only
             verdicts[record.id] = untimed_verdict(record.id, kernels, "timed in the Triton interpreter")
             continue
-        reference_rounds = ab.get("reference_rounds_ms") or []
+        reference_rounds = ab.reference_rounds_ms
         notes = list(kernels.notes)
-        if ab.get("settle_s"):
-            notes.append(f"settled: {ab['settle_s']:.1f} s of extra A/B pairs")
-        if ab.get("reference_outcome") not in (None, "passed"):
-            why = f": {ab['reference_error']}" if ab.get("reference_error") else ""
-            notes.append(f"the test {ab['reference_outcome']} at {where}{why}")
+        if ab.settle_s:
+            notes.append(f"settled: {ab.settle_s:.1f} s of extra A/B pairs")
+        if ab.reference_outcome not in (None, "passed"):
+            why = f": {ab.reference_error}" if ab.reference_error else ""
+            notes.append(f"the test {ab.reference_outcome} at {where}{why}")
         paired = PairedDecision(
-            status=decision["status"],
-            decided=decision["decided"],
-            ratio=decision["ratio"],
-            ci=tuple(decision["ci"]),
-            p_value=decision["p_value"],
-            threshold=decision["threshold"],
-            pairs=decision["pairs"],
+            status=decision.status,
+            decided=decision.decided,
+            ratio=decision.ratio,
+            ci=decision.ci,
+            p_value=decision.p_value,
+            threshold=decision.threshold,
+            pairs=decision.pairs,
             alpha_per_look=0.0,
-            processes=decision.get("processes", 1),
+            processes=decision.processes,
         )
         verdict = paired_verdict(
             record.id,
             paired,
             candidate_ms=record.median_ms,
             reference_ms=statistics.median(reference_rounds) if reference_rounds else None,
-            alpha_per_test=ab.get("alpha_per_test"),
+            alpha_per_test=ab.alpha_per_test,
             notes=tuple(notes),
         )
         if kernels.regressions:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
 SCHEMA = 1
@@ -272,6 +272,115 @@ def _check_summary(stats: Stats, where: str) -> None:
             f"{where}.ci95_ms",
             f"is [{low:g}, {high:g}], which does not hold the median {stats.median_ms:g} "
             f"(expected [low, high] with low <= median_ms <= high); {fix}",
+        )
+
+
+@dataclass(frozen=True)
+class ABDecision:
+    """How an A/B benchmark's pairs decided (gate/paired.py's decision, as the run file keeps it)."""
+
+    status: str
+    decided: bool
+    ratio: float
+    ci: tuple[float, float]
+    p_value: float
+    threshold: float
+    pairs: int
+    processes: int = 1  # the process pairs it was judged over
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "ci": list(self.ci)}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> ABDecision:
+        data = _object(data, where)
+        ci = _list(data.get("ci"), f"{where}.ci")
+        if len(ci) != 2:
+            raise _fail(f"{where}.ci", f"has {len(ci)} values; expected [low, high]")
+        return cls(
+            status=_text(data.get("status"), f"{where}.status"),
+            decided=_bool(data.get("decided"), f"{where}.decided"),
+            ratio=_number(data.get("ratio"), f"{where}.ratio", nullable=False, low=0.0),
+            ci=(
+                _number(ci[0], f"{where}.ci[0]", nullable=False, low=0.0),
+                _number(ci[1], f"{where}.ci[1]", nullable=False, low=0.0),
+            ),
+            p_value=_number(data.get("p_value"), f"{where}.p_value", nullable=False, low=0.0, high=1.0),
+            threshold=_number(data.get("threshold"), f"{where}.threshold", nullable=False, low=0.0),
+            pairs=_count(data.get("pairs"), f"{where}.pairs"),
+            processes=_count(data.get("processes", 1), f"{where}.processes"),
+        )
+
+
+@dataclass(frozen=True)
+class ABResult:
+    """--bench-ab: one benchmark's reference side and its pairs. ab/lead.py makes it while
+    measuring; ab/hooks.py adds the reference's record and outcome when the test ends."""
+
+    ref: str
+    sha: str | None = None
+    unpaired: str | None = None  # why the call was measured here alone (no decision then)
+    decision: ABDecision | None = None
+    log_ratios: tuple[float, ...] = ()  # candidate / reference, one per pair of blocks
+    processes: tuple[int, ...] = ()  # the process pair each pair of blocks came from
+    reference_rounds_ms: tuple[float, ...] = ()
+    reference_run_queue_wait_s: float = 0.0
+    settle_s: float = 0.0  # extra pairs measured to settle an undecided comparison
+    alpha_per_test: float | None = None
+    reference: dict | None = None  # the reference side's record, as its process sent it
+    reference_outcome: str | None = None
+    reference_error: str | None = None
+    other: dict = field(default_factory=dict)  # keys a newer version wrote
+
+    def to_json(self) -> dict:
+        data = {
+            "ref": self.ref,
+            "sha": self.sha,
+            "unpaired": self.unpaired,
+            "decision": self.decision.to_json() if self.decision else None,
+            "log_ratios": list(self.log_ratios),
+            "processes": list(self.processes),
+            "reference_rounds_ms": list(self.reference_rounds_ms),
+            "reference_run_queue_wait_s": self.reference_run_queue_wait_s,
+            "settle_s": self.settle_s,
+            "alpha_per_test": self.alpha_per_test,
+            "reference": self.reference,
+            "reference_outcome": self.reference_outcome,
+            "reference_error": self.reference_error,
+        }
+        return {**{k: v for k, v in data.items() if v is not None}, **self.other}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> ABResult | None:
+        data = _json_object(data, where, nullable=True)
+        if data is None:
+            return None
+        log_ratios = _list(data.get("log_ratios", []), f"{where}.log_ratios")
+        processes = _list(data.get("processes", []), f"{where}.processes")
+        return cls(
+            ref=_text(data.get("ref"), f"{where}.ref"),
+            sha=_text(data.get("sha"), f"{where}.sha", nullable=True),
+            unpaired=_text(data.get("unpaired"), f"{where}.unpaired", nullable=True),
+            decision=ABDecision.from_json(data["decision"], f"{where}.decision") if data.get("decision") else None,
+            log_ratios=tuple(
+                _number(v, f"{where}.log_ratios[{i}]", nullable=False, low=-50.0, high=50.0)
+                for i, v in enumerate(log_ratios)
+            ),
+            processes=tuple(_count(v, f"{where}.processes[{i}]") for i, v in enumerate(processes)),
+            reference_rounds_ms=tuple(_times(data.get("reference_rounds_ms", []), f"{where}.reference_rounds_ms")),
+            reference_run_queue_wait_s=_number(
+                data.get("reference_run_queue_wait_s", 0.0),
+                f"{where}.reference_run_queue_wait_s",
+                nullable=False,
+                low=0.0,
+                high=1e9,
+            ),  # fmt: skip
+            settle_s=_number(data.get("settle_s", 0.0), f"{where}.settle_s", nullable=False, low=0.0, high=1e9),
+            alpha_per_test=_number(data.get("alpha_per_test"), f"{where}.alpha_per_test", low=0.0, high=1.0),
+            reference=_object(data.get("reference"), f"{where}.reference", nullable=True),
+            reference_outcome=_text(data.get("reference_outcome"), f"{where}.reference_outcome", nullable=True),
+            reference_error=_text(data.get("reference_error"), f"{where}.reference_error", nullable=True),
+            other=_extra_keys(data, _known(cls), where),
         )
 
 
@@ -547,7 +656,7 @@ class BenchRecord:
     telemetry: dict | None = None
     trace: str | None = None
     ncu: dict | None = None
-    ab: dict | None = None  # --bench-ab: the reference side and the pairs (see ab/lead.py)
+    ab: ABResult | None = None  # --bench-ab: the reference side and the pairs
     canary_ms: float | None = None  # the canary right before this measurement (compared runs)
     # The fresh processes that measured it too, each {"rounds_ms", "pass_rounds", "canary_ms"}
     # (processes/fresh.py): --bench-confirm's, so a file judged again offline is judged on all of them;
@@ -626,9 +735,11 @@ class BenchRecord:
             "outcome": self.outcome,
             "verdict": self.verdict.to_json() if self.verdict else None,
         }
-        for key in ("trace", "ncu", "ab", "distributed", "canary_ms", "confirm"):
+        for key in ("trace", "ncu", "distributed", "canary_ms", "confirm"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
+        if self.ab is not None:
+            data["ab"] = self.ab.to_json()
         if samples:
             data["samples_ms"] = list(self.samples_ms)
         data.update(self.other)
@@ -685,7 +796,7 @@ class BenchRecord:
             telemetry=_json_object(data.get("telemetry"), f"{where}.telemetry", nullable=True),
             trace=_text(data.get("trace"), f"{where}.trace", nullable=True),
             ncu=_json_object(data.get("ncu"), f"{where}.ncu", nullable=True),
-            ab=_ab(data.get("ab"), f"{where}.ab"),
+            ab=ABResult.from_json(data.get("ab"), f"{where}.ab"),
             canary_ms=_number(data.get("canary_ms"), f"{where}.canary_ms", low=0.0, high=MAX_TIME_MS),
             distributed=_distributed(data.get("distributed"), f"{where}.distributed"),
             confirm=_confirm(data.get("confirm"), f"{where}.confirm"),
@@ -694,18 +805,6 @@ class BenchRecord:
             outcome=_text(data.get("outcome"), f"{where}.outcome", nullable=True),
             other=_extra_keys(data, known, where),
         )
-
-
-def _ab(data: Any, where: str) -> dict | None:
-    data = _json_object(data, where, nullable=True)
-    if data is None:
-        return None
-    _text(data.get("ref"), f"{where}.ref")
-    for i, value in enumerate(_list(data.get("log_ratios", []), f"{where}.log_ratios")):
-        _number(value, f"{where}.log_ratios[{i}]", nullable=False, low=-50.0, high=50.0)
-    _times(data.get("reference_rounds_ms", []), f"{where}.reference_rounds_ms")
-    _number(data.get("reference_run_queue_wait_s", 0.0), f"{where}.reference_run_queue_wait_s", low=0.0, high=1e9)
-    return data
 
 
 def _distributed(data: Any, where: str) -> dict | None:

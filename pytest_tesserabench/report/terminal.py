@@ -497,17 +497,17 @@ def _write_ab_section(terminalreporter, state, width: int) -> None:
 
 def ab_counts_line(records) -> str | None:
     """How many benchmarks A/B compared, in how many pairs, and how settling went."""
-    compared = [r for r in records if r.ab and r.ab.get("decision")]
+    compared = [r for r in records if r.ab and r.ab.decision]
     if not compared:
         return None
-    pairs = sum(r.ab["decision"]["pairs"] for r in compared)
-    processes = max(r.ab["decision"].get("processes", 1) for r in compared)
+    pairs = sum(r.ab.decision.pairs for r in compared)
+    processes = max(r.ab.decision.processes for r in compared)
     over = f" from {processes} process pairs" if processes > 1 else ""
     text = f"A/B: {len(compared)} benchmark(s) compared in {pairs} pairs of blocks{over}"
-    settled = [r for r in compared if r.ab.get("settle_s")]
+    settled = [r for r in compared if r.ab.settle_s]
     if settled:
-        decided = sum(1 for r in settled if r.ab["decision"]["decided"])
-        seconds = sum(r.ab["settle_s"] for r in settled)
+        decided = sum(1 for r in settled if r.ab.decision.decided)
+        seconds = sum(r.ab.settle_s for r in settled)
         text += f"; {len(settled)} needed settling ({seconds:.1f} s), {decided} decided by it"
         if decided < len(settled):  # (the rest judged by their interval when the budget ended)
             text += f", {len(settled) - decided} judged when its budget ended"

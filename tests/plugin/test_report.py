@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_tesserabench.record.results import BenchRecord, Stats, Verdict
+from pytest_tesserabench.record.results import ABDecision, ABResult, BenchRecord, Stats, Verdict
 from pytest_tesserabench.report.comparison_table import comparison_lines
 from pytest_tesserabench.report.layout import ELLIPSIS, as_text, shorten_middle, shorten_unique
 from pytest_tesserabench.report.rows import group_records, relative_speeds, row_labels, sort_records
@@ -235,10 +235,10 @@ def test_a_group_of_one_is_titled_by_its_id_once():
 
 def test_the_ab_counts_say_how_settling_went():
     def record(i, settle_s=0.0, decided=True, ab=True):
-        decision = {"pairs": 12, "processes": 8, "decided": decided}
+        decision = ABDecision("UNCHANGED", decided, 1.0, (0.99, 1.01), 0.5, 0.05, pairs=12, processes=8)
         return BenchRecord(
             nodeid=f"t.py::test[{i}]", name=None, group="t.py::test", timer="cpu", rounds_ms=[1.0], stats=None,
-            ab={"decision": decision, "settle_s": settle_s} if ab else None,
+            ab=ABResult(ref="main", decision=decision, settle_s=settle_s) if ab else None,
         )  # fmt: skip
 
     assert ab_counts_line([record(0, ab=False)]) is None  # nothing compared by A/B

@@ -1,0 +1,62 @@
+"""The typed A/B part of a record (record/results.py: ABResult, ABDecision) and its JSON."""
+
+import pytest
+
+from pytest_tesserabench.record.results import ABDecision, ABResult, BenchRecord, DocumentError
+
+DECIDED = {
+    "ref": "main",
+    "sha": "a" * 40,
+    "decision": {
+        "status": "UNCHANGED", "decided": True, "ratio": 1.01, "ci": [0.99, 1.03], "p_value": 0.4,
+        "threshold": 0.05, "pairs": 24, "processes": 8,
+    },
+    "log_ratios": [0.01, -0.02],
+    "processes": [0, 1],
+    "reference_rounds_ms": [1.0, 1.1],
+    "reference_run_queue_wait_s": 0.0,
+    "settle_s": 2.0,
+    "alpha_per_test": 0.005,
+    "reference": {"timer": "cpu", "rounds_ms": [1.0]},
+    "reference_outcome": "passed",
+    "a_newer_key": {"kept": True},
+}  # fmt: skip
+
+
+def test_a_decided_comparison_reads_typed_and_writes_back_what_it_read():
+    ab = ABResult.from_json(DECIDED, "ab")
+    assert ab.decision == ABDecision("UNCHANGED", True, 1.01, (0.99, 1.03), 0.4, 0.05, pairs=24, processes=8)
+    assert ab.processes == (0, 1) and ab.settle_s == 2.0 and ab.reference["timer"] == "cpu"
+    assert ab.to_json() == DECIDED  # the unknown key too: a baseline rewritten keeps it
+
+
+def test_an_unpaired_call_has_no_decision():
+    ab = ABResult.from_json({"ref": "main", "sha": None, "unpaired": "not measured there"}, "ab")
+    assert ab.decision is None and ab.unpaired == "not measured there"
+    assert ABResult.from_json(ab.to_json(), "ab") == ab
+
+
+def test_a_record_carries_it_through_its_json():
+    record = BenchRecord(
+        nodeid="t.py::test", name=None, group="t.py", timer="cpu", rounds_ms=[1.0], stats=None,
+        ab=ABResult.from_json(DECIDED, "ab"),
+    )  # fmt: skip
+    again = BenchRecord.from_json(record.id, record.to_json())
+    assert again.ab == record.ab
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"ref": 3}, "ab.ref: is int 3; expected a string"),
+        ({"decision": {**DECIDED["decision"], "ci": [1.0]}}, "ab.decision.ci: has 1 values; expected [low, high]"),
+        (
+            {"decision": {**DECIDED["decision"], "p_value": 2}},
+            "ab.decision.p_value: is 2; expected a number >= 0 and <= 1",
+        ),
+        ({"processes": [0, -1]}, "ab.processes[1]: is -1; expected a whole number >= 0"),
+    ],
+)
+def test_bad_values_are_named(change, message):
+    with pytest.raises(DocumentError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        ABResult.from_json({**DECIDED, **change}, "ab")
