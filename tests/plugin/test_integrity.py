@@ -179,6 +179,12 @@ def test_work_that_outlives_the_timed_window_is_named():
     assert integrity.check_async(lambda: None, honest.torch, "cuda", clock=honest.clock) is None
 
 
+def test_fp8_inputs_are_perturbed_too():
+    x = torch.randn(8).to(torch.float8_e4m3fn)
+    (moved,), _ = integrity.perturbed((x,), {})
+    assert moved.dtype == torch.float8_e4m3fn and not torch.equal(moved.float(), x.float())
+
+
 def test_perturbed_inputs_differ_everywhere_and_leave_the_originals_alone():
     x, mask, idx = torch.randn(4), torch.tensor([True, False]), torch.arange(3)
     moved_args, moved_kwargs = integrity.perturbed((x, [mask, 3], x), {"idx": idx})
