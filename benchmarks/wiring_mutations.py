@@ -273,7 +273,7 @@ MUTATIONS = (
     Mutation(
         "A/B: the reference's records join ours",
         "pytest_tesserabench/ab/hooks.py",
-        "                ours[name] = replace(record, ab={**record.ab, **reference})",
+        "                ours[name] = replace(record, ab=ab)",
         "                pass",
         ("tests/plugin/test_ab.py",),
     ),
