@@ -17,6 +17,9 @@ from pytest_tesserabench.history import steps as steps_
 from pytest_tesserabench.record.results import RunDocument
 from pytest_tesserabench.record.units import format_ms, format_started
 
+# Kernels run in Triton's interpreter: CPU time of Python emulating a GPU, no history of the kernel.
+INTERPRETED = "interpreter"
+
 # A run's shared shift is read from this many benchmarks at least; with fewer, a step of one of
 # them would be half the shift, and no shift is taken out.
 MIN_SHARED = 3
@@ -43,7 +46,7 @@ def shared_shifts(runs: Sequence[RunDocument]) -> list[float]:
     logs: dict[str, dict[int, float]] = {}
     for number, run in enumerate(runs):
         for record_id, record in run.benchmarks.items():
-            if record.stats is not None and record.stats.median_ms > 0:
+            if record.stats is not None and record.stats.median_ms > 0 and record.timer != INTERPRETED:
                 logs.setdefault(record_id, {})[number] = math.log(record.stats.median_ms)
     usual = {i: statistics.median(by_run.values()) for i, by_run in logs.items()}
     shifts = []
@@ -61,7 +64,7 @@ def series(runs: Sequence[RunDocument]) -> dict[str, list[Point]]:
     for number, run in enumerate(runs, 1):
         sha = str(run.commit.get("sha") or "-")[:8] + ("+dirty" if run.commit.get("dirty") else "")
         for record_id, record in run.benchmarks.items():
-            if record.stats is None or not record.stats.median_ms > 0:
+            if record.stats is None or not record.stats.median_ms > 0 or record.timer == INTERPRETED:
                 continue
             ci = tuple(record.stats.ci95_ms) if record.stats.ci95_ms else None
             point = Point(number, run.started, sha, record.stats.median_ms, ci, shifts[number - 1])

@@ -99,6 +99,16 @@ def test_history_lists_the_runs_and_names_the_step(tmp_path, capsys):
     assert "t::stepped" not in capsys.readouterr().out
 
 
+def test_kernels_timed_in_the_interpreter_have_no_history(tmp_path, capsys):
+    rng = np.random.default_rng(5)
+    for i in range(8):
+        run = _run(rng, 2.0 if i >= 4 else 1.0).to_json()
+        run["benchmarks"]["t::stepped"]["timer"] = "interpreter"
+        save_run(tmp_path, "main", "cpu-test", RunDocument.from_json(run))
+    assert main(["history", "main", "--dir", str(tmp_path)]) == 0
+    assert "t::stepped" not in capsys.readouterr().out
+
+
 def test_history_without_ruptures_or_baseline_says_what_to_do(tmp_path, capsys, monkeypatch):
     assert main(["history", "main", "--dir", str(tmp_path)]) == 2
     assert "no baseline 'main'" in capsys.readouterr().err
