@@ -350,8 +350,10 @@ def _baseline_files(args: argparse.Namespace, err) -> list[Path] | None:
         path = baseline_path(args.dir, args.name, args.machine)
         if path.exists():
             return [path]
+        keys = sorted(p.stem for p in (args.dir / args.name).glob("*.json")) if (args.dir / args.name).is_dir() else []
         print(
-            f"no baseline {args.name!r} for machine {args.machine!r}: {path} does not exist; "
+            f"no baseline {args.name!r} for machine {args.machine!r}: {path} does not exist "
+            f"(machines recorded: {', '.join(keys) or 'none'}); "
             f"record one with `pytest --bench-save={args.name}` on that machine",
             file=err,
         )
@@ -377,11 +379,11 @@ def _history(args: argparse.Namespace, out, err) -> int:
     files = _baseline_files(args, err)
     if files is None:
         return EXIT_USAGE
-    flagged = 0
+    flagged = shown = 0
     for path in files:
         data = load_baseline(path, machine_key=path.stem)
         try:
-            text, found = render(
+            text, found, count = render(
                 f"{args.name} on {data.machine_key} ({len(data.runs)} run(s), {path})",
                 data.runs,
                 pattern=args.pattern,
@@ -394,6 +396,10 @@ def _history(args: argparse.Namespace, out, err) -> int:
             return EXIT_USAGE
         out.write(text)
         flagged += found
+        shown += count
+    if args.pattern and not shown:
+        print(f"tesserabench history: no benchmark of {args.name!r} has an id containing {args.pattern!r}", file=err)
+        return EXIT_USAGE
     return 1 if flagged else EXIT_OK
 
 

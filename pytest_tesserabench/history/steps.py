@@ -154,8 +154,9 @@ def creep(
     ends: int = 3,
 ) -> float | None:
     """The slowdown from the earliest runs to the latest (the levels of ``ends`` runs each, as
-    find_steps weighs them) when it exceeds ``threshold``, is significant at ``alpha``, and no
-    single step is that large: a creep of steps each too small to fail. None otherwise."""
+    find_steps weighs them) when it exceeds ``threshold``, is significant at ``alpha``, holds for
+    MIN_RUNS runs at each end, and no single step is that large: a creep of steps each too small
+    to fail. None otherwise."""
     if len(medians_ms) < 2 * ends or any(step.ratio - 1.0 > threshold for step in steps):
         return None
     from scipy import stats
@@ -168,4 +169,6 @@ def creep(
     )
     change = math.expm1(late - early)
     p = float(2 * stats.norm.sf(abs(late - early) / math.sqrt(var_early + var_late)))
-    return change if change > threshold and p < alpha else None
+    # as for a step: one run far off (a busy moment, measured tightly) does not make a level
+    held = _levels_hold(logs, range(ends), range(len(logs) - ends, len(logs)), (early + late) / 2, late - early)
+    return change if change > threshold and p < alpha and held else None

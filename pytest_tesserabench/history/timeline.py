@@ -93,8 +93,9 @@ def suite_steps(runs: Sequence[RunDocument], *, alpha: float) -> list[steps_.Ste
 
 def render(
     title: str, runs: Sequence[RunDocument], *, pattern: str | None, threshold: float, alpha: float, width: int
-) -> tuple[str, int]:
-    """The text for one machine's runs, and how many benchmarks have a step or a creep."""
+) -> tuple[str, int, int]:
+    """The text for one machine's runs, how many benchmarks have a step or a creep, and how many
+    were shown."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
@@ -104,11 +105,8 @@ def render(
     console.print(title, soft_wrap=True)
     adjusted = any(shared_shifts(runs))
     if adjusted:
-        console.print(
-            f"  steps are looked for in each benchmark's medians less its run's shared shift (the median move of "
-            f"the run's benchmarks, {MIN_SHARED} or more): what moved every benchmark together is the machine, or a "
-            "change that touched all, and is said once:"
-        )
+        console.print("  each run's shared shift (the median move of its benchmarks) is taken out before steps are")
+        console.print("  looked for; what moved every benchmark together (the machine, or a change to all) is here:")
         found_suite = suite_steps(runs, alpha=alpha)
         for step in found_suite:
             console.print(
@@ -142,7 +140,8 @@ def render(
                 table.add_row("", *marker, *[""] * (len(columns) - 3))
             interval = f"[{format_ms(point.ci95_ms[0])}, {format_ms(point.ci95_ms[1])}]" if point.ci95_ms else "-"
             row = [str(point.run), format_started(point.started), point.commit, format_ms(point.median_ms), interval]
-            table.add_row(*row, *([f"{math.expm1(point.shift):+.1%}"] if adjusted else []))
+            shift = math.expm1(point.shift)
+            table.add_row(*row, *([f"{shift if abs(shift) >= 5e-4 else 0.0:+.1%}"] if adjusted else []))
         console.print(table)
         for step in found:
             after = points[step.index]
@@ -155,10 +154,10 @@ def render(
             console.print(f"  no step in {len(points)} run(s) at alpha {alpha:g}")
         if creeping is not None:
             console.print(
-                f"  creep: the latest runs are {creeping:+.1%} slower than the earliest, in steps each under "
-                f"the {threshold:.0%} threshold"
+                f"  creep: the latest runs are {creeping:+.1%} slower than the earliest, with no single step "
+                f"past the {threshold:.0%} threshold"
             )
-    return buffer.getvalue(), flagged
+    return buffer.getvalue(), flagged, len(chosen)
 
 
 def creeping(runs: Sequence[RunDocument], ids, threshold: float, *, alpha: float = 0.01) -> dict[str, float]:

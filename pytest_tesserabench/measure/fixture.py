@@ -101,7 +101,7 @@ class Bench:
             except TypeError as exc:
                 _typo_hint(exc, kwargs)
                 raise
-        label = getattr(fn, "__qualname__", None) or repr(fn)
+        label = _function_name(fn)
         limit = self._settings.timeout
         if limit:  # under A/B the served processes' own limits fire first: they name the side that hung
             limit += budget_s(self._settings) + (SERVED_SPEAK_FIRST_S if self._settings.ab else 0.0)
@@ -345,9 +345,19 @@ def _typo_hint(exc: BaseException, kwargs: dict) -> None:
             )
 
 
+def _function_name(fn) -> str:
+    """How a user calls ``fn``: its qualified name, or for a builtin bound on a private class
+    (torch's ``_VariableFunctionsClass.mul``) its module's (``torch.mul``)."""
+    qualname = getattr(fn, "__qualname__", None)
+    if qualname is None:
+        return repr(fn)
+    if qualname.startswith("_") and "." in qualname and getattr(fn, "__module__", None):
+        return f"{fn.__module__}.{getattr(fn, '__name__', qualname.rsplit('.', 1)[-1])}"
+    return qualname
+
+
 def _label(fn, name: str | None) -> str:
-    label = getattr(fn, "__qualname__", None) or repr(fn)
-    return f"bench({label}{'' if name is None else f', name={name!r}'})"
+    return f"bench({_function_name(fn)}{'' if name is None else f', name={name!r}'})"
 
 
 def _refuse(label: str, problem: str | None) -> None:
@@ -362,7 +372,7 @@ def _explain(exc: BaseException, fn, name: str | None, when: str) -> None:
     was recorded; for running out of device memory, what to do."""
     if not hasattr(exc, "add_note") or isinstance(exc, (KeyboardInterrupt, SystemExit)):
         return
-    label = getattr(fn, "__qualname__", None) or repr(fn)
+    label = _function_name(fn)
     exc.add_note(
         f"tesserabench: raised by {label}{'' if name is None else f' (name={name!r})'} during "
         f"{when}; nothing was recorded for this benchmark"

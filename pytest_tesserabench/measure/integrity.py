@@ -8,7 +8,7 @@ saw all of it. Four ways it goes wrong without an error (the ways kernel leaderb
   the timed calls from right after the first call. Writing into an output argument the same way
   each call (``out=``, ``dst.copy_(src)``) changes nothing after the first call and passes.
 - ``cached`` and ``alias``, from one extra call on perturbed copies of the array arguments (each
-  array moved by another amount, so none equals another): the very same object as the first
+  array given noise of its own, so no function of one matches another): the very same object as the first
   call's with the same values is a cached result, and the timed calls measured a lookup (a buffer
   the function owns and writes anew each call has new values and passes); a result that is one of
   those copies, or a view of it, left unchanged by the call is nothing computed (``x.t()``,
@@ -139,9 +139,10 @@ class Snapshot:
 
 
 def perturbed(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
-    """Copies of the arguments with every array's values changed, each array by another amount
-    (floats halved and shifted by 0.25 x its position, integers moved by their position, booleans
-    flipped), so two arrays that held the same values no longer do; None when there is no array."""
+    """Copies of the arguments with every array's values changed, each array by noise of its own
+    (floats halved plus seeded noise, integers moved by their position, booleans flipped): no
+    function of one perturbed array reproduces another's new values, as a shared affine change
+    would for a linear kernel writing into an out= buffer. None when there is no array."""
     torch, numpy = sys.modules.get("torch"), sys.modules.get("numpy")
     count = 0
 
@@ -152,16 +153,21 @@ def perturbed(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
             copy = value.detach().clone()
             if copy.dtype == torch.bool:
                 return ~copy
-            if copy.is_floating_point():  # (in fp32: fp8 has no arithmetic of its own)
-                return (copy.float() * 0.5 + 0.25 * count).to(copy.dtype)
-            if copy.is_complex():
-                return copy * 0.5 + 0.25 * count
+            if copy.is_floating_point() or copy.is_complex():  # (in fp32: fp8 has no arithmetic)
+                noise = torch.randn(
+                    copy.shape, generator=torch.Generator(device=copy.device).manual_seed(count), device=copy.device
+                )
+                wide = copy.to(torch.complex64 if copy.is_complex() else torch.float32)
+                return (wide * 0.5 + 0.25 * noise).to(copy.dtype)
             return copy + count
         if numpy is not None and isinstance(value, numpy.ndarray):
             count += 1
             if value.dtype == bool:
                 return ~value
-            return value * 0.5 + 0.25 * count if value.dtype.kind in "fc" else value + count
+            if value.dtype.kind in "fc":
+                noise = numpy.random.default_rng(count).standard_normal(value.shape)
+                return (value * 0.5 + 0.25 * noise).astype(value.dtype)
+            return value + count
         if isinstance(value, list):
             return [move(item) for item in value]
         if isinstance(value, tuple):

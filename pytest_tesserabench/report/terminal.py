@@ -312,7 +312,7 @@ def creep_line(state) -> str | None:
     listed = ", ".join(f"{i} ({change:+.1%})" for i, change in sorted(crept.items(), key=lambda kv: -kv[1]))
     return (
         f"creep: {len(crept)} benchmark(s) of baseline {state.settings.compare} got slower over its runs by more "
-        f"than {state.settings.threshold:.0%} in steps each too small to fail: {listed}; "
+        f"than {state.settings.threshold:.0%} with no single step that large: {listed}; "
         f"`tesserabench history {state.settings.compare}` shows the runs"
     )
 

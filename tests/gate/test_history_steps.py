@@ -54,6 +54,9 @@ def test_a_creep_of_small_steps_is_told_apart():
     assert steps.creep(medians, found, threshold=0.10) is None
     big = [steps.Step(index=5, before_ms=10.0, after_ms=11.0, p_value=0.001)]
     assert steps.creep(medians, big, threshold=0.05) is None  # a step past the threshold says it instead
+    # one busy run at the end, measured tightly, is no creep
+    outlier = [10.0] * 7 + [13.0]
+    assert steps.creep(outlier, [], threshold=0.05, half_widths=[0.01] * 7 + [0.001]) is None
     # +6% between runs measured too loosely to tell: no creep said
     loose = [10.0, 10.0, 10.0, 10.3, 10.3, 10.6, 10.6, 10.6]
     assert steps.creep(loose, [], threshold=0.05, half_widths=[0.3] * 8) is None
@@ -97,6 +100,10 @@ def test_history_lists_the_runs_and_names_the_step(tmp_path, capsys):
     assert "no step in 10 run(s)" in out[out.index("t::steady") : out.index("t::stepped")]
     assert main(["history", "main", "--dir", str(tmp_path), "-k", "steady"]) == 0
     assert "t::stepped" not in capsys.readouterr().out
+    assert main(["history", "main", "--dir", str(tmp_path), "-k", "stedy"]) == 2  # a typo is no pass
+    assert "no benchmark of 'main' has an id containing 'stedy'" in capsys.readouterr().err
+    assert main(["history", "main", "--dir", str(tmp_path), "--machine", "gpu"]) == 2
+    assert "(machines recorded: cpu-test)" in capsys.readouterr().err
 
 
 def test_kernels_timed_in_the_interpreter_have_no_history(tmp_path, capsys):
@@ -142,8 +149,8 @@ def test_a_comparison_names_a_baseline_that_crept(pytester):
     pytester.makepyfile(test_creep="def test_a(bench):\n    bench(sum, range(100))\n")
     result = pytester.runpytest("--bench-compare=main", "--bench-max-time=0.01", "--bench-warmup=0")
     result.stdout.fnmatch_lines(
-        ["creep: 1 benchmark(s) of baseline main got slower over its runs by more than 5% in steps each too small "
-         "to fail: test_creep.py::test_a (+7.*); `tesserabench history main` shows the runs"]
+        ["creep: 1 benchmark(s) of baseline main got slower over its runs by more than 5% with no single step "
+         "that large: test_creep.py::test_a (+7.*); `tesserabench history main` shows the runs"]
     )  # fmt: skip
 
 

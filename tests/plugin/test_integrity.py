@@ -84,6 +84,9 @@ def test_writing_an_output_argument_the_same_way_each_call_passes(cheats, fast):
         "    bench(static_output, src, name='static')\n"
         # an output buffer that already holds what the call writes (reused memory): still honest
         "    bench(copy_into, src.clone(), src, name='again')\n"
+        # a linear kernel into an out= buffer that holds its last result
+        "    bench(torch.mul, src, 2, out=torch.empty_like(src), name='mul')\n"
+        "    bench(np.multiply, src.numpy(), 2, out=np.empty(256, dtype=np.float32), name='np')\n"
     )
     _run(cheats, fast, body).assert_outcomes(passed=1)
 
@@ -179,6 +182,13 @@ def test_work_that_outlives_the_timed_window_is_named():
     assert integrity.check_async(lambda: None, honest.torch, "cuda", clock=honest.clock) is None
 
 
+def test_a_torch_builtin_is_named_as_a_user_calls_it():
+    from pytest_tesserabench.measure.fixture import _label
+
+    assert _label(torch.mul, None) == "bench(torch.mul)"
+    assert _label(sorted, "s") == "bench(sorted, name='s')"
+
+
 def test_fp8_inputs_are_perturbed_too():
     x = torch.randn(8).to(torch.float8_e4m3fn)
     (moved,), _ = integrity.perturbed((x,), {})
@@ -191,5 +201,9 @@ def test_perturbed_inputs_differ_everywhere_and_leave_the_originals_alone():
     assert not torch.equal(moved_args[0], x) and torch.equal(moved_args[1][0], ~mask)
     assert not torch.equal(moved_args[0], moved_args[2])  # two arrays that were equal no longer are
     assert moved_args[1][1] == 3 and torch.equal(moved_kwargs["idx"], idx + 4)
+    # no affine map of one perturbed array gives another (a linear kernel's out= buffer)
+    y = 2 * x
+    (px, py), _ = integrity.perturbed((x, y), {})
+    assert not torch.allclose(2 * px, py)
     assert torch.equal(idx, torch.arange(3))
     assert integrity.perturbed((1, "a"), {}) is None
