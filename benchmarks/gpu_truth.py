@@ -536,29 +536,9 @@ def part_timers(results: Results, dry: bool, out: Path) -> None:
         results.note(f"ncu skipped: {profiling.ncu_skip_reason()}")
         return
     log = out / "ncu-timers.csv"
-    command = [
-        ncu,
-        "--csv",
-        "--print-units",
-        "base",
-        "--metrics",
-        profiling.GPU_TIME,
-        "--clock-control",
-        "none",  # the clocks the other timers see; caches are still flushed between kernels
-        "--cache-control",
-        "all",
-        "--nvtx",
-        "--nvtx-include",
-        f"{profiling.NVTX_RANGE}/",
-        "--log-file",
-        str(log),
-        sys.executable,
-        str(Path(__file__).resolve()),
-        "--part",
-        "ncu-child",
-        "--out",
-        str(out),
-    ]
+    child = [sys.executable, str(Path(__file__).resolve()), "--part", "ncu-child", "--out", str(out)]
+    # clocks left as they are: those the other timers see
+    command = profiling.ncu_argv(child, [profiling.GPU_TIME], ncu=ncu, log_file=log, clock_control="none")
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=os.environ.copy())
     results.put("ncu_seconds", round(time.monotonic() - started, 1))

@@ -225,28 +225,10 @@ def measure_with_ncu(name: str) -> float | None:
         return None
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder, "ncu.csv")
-        # --clock-control none: ncu otherwise locks base clocks and its times would not be
+        # clocks left as they are: ncu otherwise locks base clocks and its times would not be
         # comparable with the other columns, measured at whatever clock the GPU boosts to
-        command = [
-            ncu,
-            "--csv",
-            "--print-units",
-            "base",
-            "--metrics",
-            profiling.GPU_TIME,
-            "--clock-control",
-            "none",
-            "--nvtx",
-            "--nvtx-include",
-            f"{profiling.NVTX_RANGE}/",
-            "--log-file",
-            str(log),
-            sys.executable,
-            str(Path(__file__).resolve()),
-            "--ncu-child",
-            "--kernels",
-            name,
-        ]
+        child = [sys.executable, str(Path(__file__).resolve()), "--ncu-child", "--kernels", name]
+        command = profiling.ncu_argv(child, [profiling.GPU_TIME], ncu=ncu, log_file=log, clock_control="none")
         done = subprocess.run(command, capture_output=True, text=True)
         text = log.read_text() if log.exists() else done.stdout
         try:

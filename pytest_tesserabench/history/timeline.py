@@ -56,10 +56,10 @@ def shared_shifts(runs: Sequence[RunDocument]) -> list[float]:
     return shifts
 
 
-def series(runs: Sequence[RunDocument]) -> dict[str, list[Point]]:
+def series(runs: Sequence[RunDocument], shifts: Sequence[float] | None = None) -> dict[str, list[Point]]:
     """Benchmark id -> its points, in saved order (runs that did not measure it are skipped),
-    each with its run's shared shift."""
-    shifts = shared_shifts(runs)
+    each with its run's shared shift (``shifts``: shared_shifts(runs), computed when not given)."""
+    shifts = shared_shifts(runs) if shifts is None else shifts
     out: dict[str, list[Point]] = {}
     for number, run in enumerate(runs, 1):
         sha = str(run.commit.get("sha") or "-")[:8] + ("+dirty" if run.commit.get("dirty") else "")
@@ -83,9 +83,8 @@ def steps_of(points: Sequence[Point], *, alpha: float) -> list[steps_.Step]:
     return steps_.find_steps([p.adjusted_ms for p in points], [_half_width(p) for p in points], alpha=alpha)
 
 
-def suite_steps(runs: Sequence[RunDocument], *, alpha: float) -> list[steps_.Step]:
-    """The steps the shared shift itself took: every benchmark moved together."""
-    shifts = shared_shifts(runs)
+def suite_steps(shifts: Sequence[float], *, alpha: float) -> list[steps_.Step]:
+    """The steps the runs' shared shift itself took: every benchmark moved together."""
     if not any(shifts):
         return []
     return steps_.find_steps([math.exp(s) for s in shifts], alpha=alpha)
@@ -103,11 +102,12 @@ def render(
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, no_color=True, color_system=None, highlight=False, markup=False)
     console.print(title, soft_wrap=True)
-    adjusted = any(shared_shifts(runs))
+    shifts = shared_shifts(runs)
+    adjusted = any(shifts)
     if adjusted:
         console.print("  each run's shared shift (the median move of its benchmarks) is taken out before steps are")
         console.print("  looked for; what moved every benchmark together (the machine, or a change to all) is here:")
-        found_suite = suite_steps(runs, alpha=alpha)
+        found_suite = suite_steps(shifts, alpha=alpha)
         for step in found_suite:
             console.print(
                 f"  the whole run stepped {step.ratio - 1:+.1%} at run {step.index + 1} "
@@ -116,7 +116,7 @@ def render(
         if not found_suite:
             console.print("  the shared shift took no step")
     flagged = 0
-    chosen = {i: p for i, p in series(runs).items() if pattern is None or pattern.lower() in i.lower()}
+    chosen = {i: p for i, p in series(runs, shifts).items() if pattern is None or pattern.lower() in i.lower()}
     if not chosen:
         console.print(f"  no benchmark{f' matching {pattern!r}' if pattern else ''} with a timing in these runs")
     columns = [("#", True), ("started", False), ("commit", False), ("median", True), ("95% interval", True)]

@@ -122,27 +122,22 @@ def _child_args(pytest_args: Iterable[str]) -> list[str]:
     return args
 
 
-def ncu_command(
-    nodeid: str,
-    pytest_args: Sequence[str] = (),
+def ncu_argv(
+    program: Sequence[str],
     metrics: Sequence[str] = DEFAULT_METRICS,
     *,
     ncu: str | None = None,
     log_file: str | os.PathLike | None = None,
     clock_control: str = "base",
-    python: str = sys.executable,
 ) -> list[str]:
-    """argv that re-runs one benchmark (``nodeid``) under Nsight Compute.
-
-    ``pytest_args`` are options for the child pytest (rootdir, -c, -p ...), not paths:
-    the node id selects the test. Options that would make the child save baselines or
-    profile again (--bench-ncu, --bench-save=...) are dropped. With ``log_file`` the CSV goes
-    there instead of mixing with the child's output on stdout. Run it with
-    ``env={**os.environ, NCU_ENV_VAR: "1"}`` (run_ncu() does).
+    """argv that runs ``program`` under Nsight Compute, profiling only the kernels inside the
+    NVTX range ``tesserabench`` (ncu_region) of it and of every process it starts.
 
     ``clock_control="base"`` (ncu's default) locks the GPU to its base clock for repeatable
     counters, so gpu__time_duration reads slower than a timed run at boost clocks; "none"
-    leaves clocks alone, for comparing times with the other timers.
+    leaves clocks alone, for comparing times with the other timers. Caches are flushed between
+    profiled kernels either way (ncu's default cache control). With ``log_file`` the CSV goes
+    there instead of mixing with the program's output on stdout.
     """
     if clock_control not in ("base", "none"):
         raise ValueError(f"clock_control must be 'base' or 'none', got {clock_control!r}")
@@ -150,7 +145,7 @@ def ncu_command(
     if ncu is None:
         raise NcuError(ncu_skip_reason() or "ncu not found")
     if not metrics:
-        raise ValueError("ncu_command() needs at least one metric name")
+        raise ValueError("ncu_argv() needs at least one metric name")
     command = [
         ncu,
         "--csv",
@@ -168,7 +163,28 @@ def ncu_command(
     ]
     if log_file is not None:
         command += ["--log-file", str(log_file)]
-    return command + [python, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider", *_child_args(pytest_args)]
+    return command + list(program)
+
+
+def ncu_command(
+    nodeid: str,
+    pytest_args: Sequence[str] = (),
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    *,
+    ncu: str | None = None,
+    log_file: str | os.PathLike | None = None,
+    clock_control: str = "base",
+    python: str = sys.executable,
+) -> list[str]:
+    """argv that re-runs one benchmark (``nodeid``) under Nsight Compute (ncu_argv says how).
+
+    ``pytest_args`` are options for the child pytest (rootdir, -c, -p ...), not paths:
+    the node id selects the test. Options that would make the child save baselines or
+    profile again (--bench-ncu, --bench-save=...) are dropped. Run it with
+    ``env={**os.environ, NCU_ENV_VAR: "1"}`` (run_ncu() does).
+    """
+    child = [python, "-m", "pytest", nodeid, "-q", "-p", "no:cacheprovider", *_child_args(pytest_args)]
+    return ncu_argv(child, metrics, ncu=ncu, log_file=log_file, clock_control=clock_control)
 
 
 def _number(text: str) -> float | str:

@@ -191,3 +191,10 @@ def test_trace_call_writes_a_chrome_trace_on_cpu(tmp_path):
 def test_clock_control_is_validated():
     with pytest.raises(ValueError, match="clock_control must be"):
         profiling.ncu_command("t.py::x", ncu="/opt/ncu", clock_control="boost")
+
+
+def test_any_program_runs_under_ncu_with_the_clocks_left_alone():
+    command = profiling.ncu_argv(["python", "bench.py"], [profiling.GPU_TIME], ncu="/x/ncu", clock_control="none")
+    assert command[0] == "/x/ncu" and command[-2:] == ["python", "bench.py"]
+    assert command[command.index("--clock-control") + 1] == "none"
+    assert command[command.index("--nvtx-include") + 1] == f"{profiling.NVTX_RANGE}/"
