@@ -5,10 +5,10 @@ their own noise, a baseline of three saves (each the session's process in four p
 processes), and a candidate run per slowdown (two benchmarks made 5%, 10%, 20% slower): drift of
 different sizes per benchmark, processes with a bias of their own and now and then an odd state, a
 bimodal benchmark, slow stretches over a pass, a baseline save now and then on a busy machine,
-and for the loaded machine a candidate run under a shared slowdown of 30-60% that the benchmarks
-take unalike. Every run is judged as `tesserabench compare` judges a run file (gate.pipeline.
-judge_run: centres, the run-effect model, this run's shift, conditions, fresh processes), beside
-pytest-benchmark's `median:5%` rule against the latest save.
+and for the loaded machines a candidate run under a shared slowdown of 30-60% that the benchmarks
+take unalike (0.7-1.3 times it; 0.4-1.6 times for 'loaded unalike'). Every run is judged as
+`tesserabench compare` judges a run file (gate.pipeline.judge_run: centres, the run-effect model,
+this run's shift, conditions, fresh processes), beside pytest-benchmark's `median:5%` rule against the latest save.
 
     .venv/bin/python benchmarks/gate_power.py [--suites 200] [--seed 2026]
 
@@ -32,7 +32,11 @@ from pytest_tesserabench.gate import GateConfig  # noqa: E402
 from pytest_tesserabench.gate.pipeline import History, judge_run  # noqa: E402
 from pytest_tesserabench.record.results import Verdict  # noqa: E402
 
-MACHINES = {"quiet": Machine(), "loaded": Machine(loaded=(0.26, 0.47))}
+MACHINES = {
+    "quiet": Machine(),
+    "loaded": Machine(loaded=(0.26, 0.47)),
+    "loaded unalike": Machine(loaded=(0.26, 0.47), response=(0.4, 1.6)),
+}
 
 
 def fixed_rule(candidate, baseline) -> dict[str, Verdict]:

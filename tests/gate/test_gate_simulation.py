@@ -10,7 +10,12 @@ from pytest_tesserabench.gate.pipeline import History, judge_run
 
 CONFIG = GateConfig()
 SUITES = 25  # projects of 8 benchmarks: 4 candidate runs each, 650 unchanged benchmark-runs
-MACHINES = {"quiet": Machine(), "loaded": Machine(loaded=(0.26, 0.47))}
+MACHINES = {
+    "quiet": Machine(),
+    "loaded": Machine(loaded=(0.26, 0.47)),
+    # the same load, taken from 0.4 to 1.6 times by different benchmarks
+    "loaded unalike": Machine(loaded=(0.26, 0.47), response=(0.4, 1.6)),
+}
 
 
 TALLIES = {}

@@ -134,6 +134,35 @@ def test_before_enough_benchmarks_are_measured_no_shift_is_assumed():
     assert run_effect.candidate_shift(model, three, IDS[0]).value == pytest.approx(math.log(1.3), abs=0.01)
 
 
+def test_the_shift_removed_is_as_uncertain_as_the_others_took_it_unalike():
+    # Nine other benchmarks moved +40% at their median: all alike, or anywhere from 0.4 to 1.6
+    # of it (a loaded machine). One that took 0.4 of it is then within the correction's error,
+    # not a benchmark that got 17% faster.
+    rng = np.random.default_rng(6)
+    ids = [f"t.py::test_{k}" for k in range(10)]
+    level = {i: math.log(1.0 + k * 0.3) for k, i in enumerate(ids)}
+    model = run_effect.fit(run_effect.run_centres(runs_of(rng, ids, level)), 3, [])
+    shift = math.log(1.4)
+    shares = np.linspace(0.4, 1.6, 9)
+    alike = {i: model.effects[i] + shift for i in ids[1:]}
+    unalike = {i: model.effects[i] + share * shift for i, share in zip(ids[1:], shares)}
+    tight, wide = (run_effect.candidate_shift(model, measured, ids[0]) for measured in (alike, unalike))
+    assert tight.value == pytest.approx(wide.value, abs=0.01) and tight.unalike == 0.0
+    assert wide.unalike > 0.1 and wide.variance >= wide.unalike**2
+    took_least = 0.4 * shift - wide.value
+    assert abs(took_least) > 3 * math.sqrt(tight.variance)  # alike: that would be a change
+    assert abs(took_least) < 2.5 * math.sqrt(wide.variance)  # unalike: within the correction's error
+
+
+def runs_of(rng, ids, level, n=3):
+    """``n`` quiet runs of benchmarks at ``level`` (log ms), as documents."""
+
+    def record(i):
+        return {"timer": "cpu", "rounds_ms": np.exp(level[i] + rng.normal(0, 0.005, 10)).tolist()}
+
+    return [RunDocument.from_json({"benchmarks": {i: record(i) for i in ids}}) for _ in range(n)]
+
+
 def test_the_suite_wide_shift_is_what_every_pass_and_most_benchmarks_show():
     rng = np.random.default_rng(4)
     baseline = runs(rng, 3, shared=0.005)
