@@ -19,6 +19,7 @@ not explain it (``suite_shift``).
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,14 +50,20 @@ def median_polish(table: np.ndarray, iterations: int = POLISH_ITERATIONS) -> tup
     residual = np.array(table, dtype=float)
     rows = np.zeros(residual.shape[:-1])
     columns = np.zeros(residual.shape[:-2] + residual.shape[-1:])
-    for _ in range(iterations):
-        row_median = np.nanmedian(residual, axis=-1)
-        rows += row_median
-        residual -= row_median[..., :, None]
-        column_median = np.nanmedian(residual, axis=-2)
-        columns += column_median
-        residual -= column_median[..., None, :]
-    centre = np.median(columns, axis=-1, keepdims=True)
+    # A row or column with no cell (a run whose every process was left out as far) has no median:
+    # nothing is removed from it, and its effect is NaN, never a NaN spread over every other.
+    empty = np.all(np.isnan(residual), axis=-2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "All-NaN slice": the case above
+        for _ in range(iterations):
+            row_median = np.nan_to_num(np.nanmedian(residual, axis=-1))
+            rows += row_median
+            residual -= row_median[..., :, None]
+            column_median = np.nan_to_num(np.nanmedian(residual, axis=-2))
+            columns += column_median
+            residual -= column_median[..., None, :]
+        columns = np.where(empty, np.nan, columns)
+        centre = np.nanmedian(columns, axis=-1, keepdims=True)
     return rows + centre, columns - centre, residual
 
 
