@@ -25,6 +25,7 @@ SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
 INTERPRET_KEY = pytest.StashKey["Switch"]()
 WORKER_GPUS_KEY = pytest.StashKey["dict[str, str]"]()  # xdist worker id -> the GPU it was given
+FRESH_KEY = pytest.StashKey["Fresh"]()  # a test's fresh processes for the gate (processes/hooks.py)
 WORKERINPUT_GPU = "tesserabench_gpu"  # a worker's own GPU, in its workerinput
 REPORT_ATTR = "tesserabench"  # extra TestReport attribute; pytest-xdist carries it to the controller
 
@@ -103,6 +104,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(hooks, SessionHooks.NAME)
     for warning in hooks.check_before_measuring():
         config.issue_config_time_warning(pytest.PytestWarning(warning), stacklevel=2)
+    saves_processes = settings.save is not None and settings.save_processes > 0
+    if (saves_processes or state.comparison is not None) and state.ab is None:
+        from pytest_tesserabench.processes.hooks import FreshProcessHooks  # (before the passes' hooks: outside theirs)
+
+        config.pluginmanager.register(FreshProcessHooks(state, BENCH_KEY, FRESH_KEY), FreshProcessHooks.NAME)
+    if state.passes is not None:  # (known once the baselines are open: see _one_pass_when_no_timing_is_compared)
+        from pytest_tesserabench.passes_hooks import PassesHooks
+
+        config.pluginmanager.register(PassesHooks(state, BENCH_KEY), PassesHooks.NAME)
     if settings.enabled and not state.is_worker:
         from pytest_tesserabench.report.progress import StatusLine
 
@@ -172,7 +182,9 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
         except ProcessError as exc:
             raise pytest.UsageError(str(exc)) from None
         state.reference = state.ab.reference
-        state.sigterm = _interrupt_on_sigterm()
+        from pytest_tesserabench.processes.hooks import interrupt_on_sigterm
+
+        state.sigterm = interrupt_on_sigterm()
         from pytest_tesserabench.ab.hooks import ABHooks
 
         # (registered before the session's hooks: its test wrapper runs inside theirs)
@@ -214,26 +226,6 @@ def _one_pass_when_no_timing_is_compared(state) -> None:
 
     state.passes, state.measurer = None, LocalMeasurer()
     state.passes_not_possible = "the baseline is another machine's, so no timing is compared (kernel figures only)"
-
-
-def _interrupt_on_sigterm():
-    """CI cancels a job with SIGTERM, which would kill the session outright and leave the A/B
-    worktree and the served processes' folders behind (--bench-ab's, and the fresh processes of a
-    save or --bench-confirm): take it as Ctrl-C instead, so pytest unwinds and cleans up, and an
-    interrupted save writes nothing. Returns the handler it replaced (None: left alone)."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) not in (
-        signal.SIG_DFL,
-        None,
-    ):
-        return None
-
-    def interrupt(signum, frame):
-        raise KeyboardInterrupt("SIGTERM")
-
-    return signal.signal(signal.SIGTERM, interrupt)
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -463,29 +455,6 @@ class SessionHooks:
             except LockWaitTimeout as exc:
                 pytest.exit(f"tesserabench: {exc}", returncode=pytest.ExitCode.INTERRUPTED)
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtestloop(self, session: pytest.Session) -> None:
-        """With --bench-passes: the passes before the reported one, over the benchmark tests
-        (passes.py says why); pytest's own loop then runs the last pass, every test included."""
-        passes = self.state.passes
-        if passes is None or session.testsfailed or session.config.option.collectonly:
-            return
-        items = [item for item in session.items if "bench" in getattr(item, "fixturenames", ())]
-        if not items:
-            return
-        from _pytest.runner import runtestprotocol
-
-        from pytest_tesserabench.measure.passes import run_earlier
-
-        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
-        quiet = reporter is None or session.config.get_verbosity() < 0
-
-        def say(line: str) -> None:
-            if not quiet:
-                reporter.write_line(line)
-
-        run_earlier(passes, items, lambda item, nextitem: runtestprotocol(item, log=False, nextitem=nextitem), say)
-
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
         settings = self.state.settings
         if not (settings.only or settings.skip):
@@ -503,22 +472,7 @@ class SessionHooks:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item):
-        passes = self.state.passes
-        if passes is not None:
-            passes.nodeid = item.nodeid  # what bench() measures in this pass belongs to this test
         result = yield  # the test body raised: its own failure stands, nothing is judged
-        if passes is not None and not passes.final:
-            self._earlier_pass_done(item)
-            return result
-        if passes is not None and item.nodeid in passes.failed_earlier:
-            # The reported run passed; an earlier, unreported one did not: say it, a flaky test
-            # (or one that depends on state) must not pass unnoticed because passes hid it.
-            item.warn(
-                pytest.PytestWarning(
-                    f"{item.nodeid} {passes.failed_earlier[item.nodeid]}, unreported; the reported run passed. "
-                    "A flaky test, or one that depends on state (--bench-passes=1 runs it once)"
-                )
-            )
         fixture = item.stash.get(BENCH_KEY, None)
         if fixture is None:
             return result
@@ -528,10 +482,13 @@ class SessionHooks:
             pytest.fail(problem, pytrace=False)
         if not fixture.records:
             return result
-        records = list(fixture.records.values())
-        saved = self._measure_for_save(item, records)
-        again = len(saved.measured) if saved is not None else self.state.settings.confirm
-        verdicts = self.state.judge(records, fixture.threshold, self._measure_again(item, saved), again)
+        fresh = item.stash.get(FRESH_KEY, None)  # (left by processes/hooks.py when saving or comparing)
+        verdicts = self.state.judge(
+            list(fixture.records.values()),
+            fixture.threshold,
+            fresh.measure_again if fresh is not None else None,
+            fresh.processes if fresh is not None else self.state.settings.confirm,
+        )
         failures = []
         unresolved_fails = self.state.settings.unresolved == "fail" and self.state.comparison is not None
         for label, record in fixture.records.items():  # (with the fresh processes kept meanwhile)
@@ -556,116 +513,9 @@ class SessionHooks:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
 
-    def _earlier_pass_done(self, item: pytest.Item) -> None:
-        """An earlier pass measured this test: nothing is judged or reported yet; its centres tell
-        the run-effect model this run's shift before the last pass reaches the benchmark."""
-        fixture = item.stash.get(BENCH_KEY, None)
-        if fixture is None:
-            return
-        if fixture.records and all(r.timer == "interpreter" for r in fixture.records.values()):
-            self.state.passes.measure_once(item.nodeid)  # never gated: passes would only cost time
-            return
-        if self.state.comparison is None:
-            return
-        from pytest_tesserabench.gate.centres import passes_centre
-
-        for record in fixture.records.values():
-            # every earlier pass so far, combined as the gate combines passes (and as
-            # gate.centres.earlier_passes_centre reads them back from the file)
-            earlier = self.state.passes.earlier.get((item.nodeid, record.name), [])
-            centre = passes_centre([m.rounds_ms for m in earlier])
-            if centre is not None:
-                self.state.measured[record.id] = centre
-
-    def _measure_for_save(self, item: pytest.Item, records):
-        """With --bench-save: every gated benchmark measured in --bench-save-processes fresh
-        processes too, which the baseline keeps (processes/fresh.py, "A baseline measured in several
-        processes"); the records keep them (BenchRecord.confirm). The processes, or None."""
-        state = self.state
-        if state.settings.save is None or state.settings.save_processes <= 0 or state.ab is not None:
-            return None
-        if state.instruments.ranks.size > 1:
-            return None
-        # (timings the gate never compares, the interpreter's, are not worth a process each; nor
-        # a benchmark whose baseline holds enough process draws already: baseline.SAVE_DRAWS)
-        measured = [r for r in records if r.timing_gated and state.lacks_process_draws(r.id)]
-        if not measured:
-            return None
-        with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
-            pool = self._process_pool(item, state.settings.save_processes, "--bench-save-processes")
-            processes = pool.measure(measured, state.instruments.local_canary)
-        _keep_processes(item, measured, processes)
-        if processes.problem:
-            item.warn(
-                pytest.PytestWarning(
-                    f"{item.nodeid}: saved as measured in {len(processes.measured)} of "
-                    f"{state.settings.save_processes} fresh processes: {processes.problem}"
-                )
-            )
-        return processes
-
-    def _measure_again(self, item: pytest.Item, saved):
-        """History mode's stage 4 (gate.pipeline): measures a test's records again in fresh
-        processes, or hands over those a save measured them in already; None when not comparing,
-        under A/B, across ranks, or with --bench-confirm=0 and nothing saved."""
-        state = self.state
-        if state.comparison is None or state.ab is not None or state.instruments.ranks.size > 1:
-            return None
-        from pytest_tesserabench.gate.pipeline import Processes
-
-        def measured_by_the_save(again) -> Processes | None:
-            if saved is None or not saved.measured or any(r.id not in saved.measured[0] for r in again):
-                return None  # (a benchmark whose baseline held enough draws was not measured again)
-            return Processes(
-                [{r.id: p[r.id] for r in again if r.id in p} for p in saved.measured],
-                saved.seconds,
-                saved.problem,
-                "fresh process(es) of this save",
-            )
-
-        if state.settings.confirm <= 0:
-            if saved is None:
-                return None
-            return lambda again: measured_by_the_save(again) or Processes([])
-
-        def measure_again(again):
-            kept = measured_by_the_save(again)
-            if kept is not None:
-                return kept
-            pool = self._process_pool(item, state.settings.confirm, "--bench-confirm")
-            with state.instruments.measurement_lock():  # under xdist no other worker measures meanwhile
-                processes = pool.measure(again, state.instruments.local_canary)
-            _keep_processes(item, again, processes)
-            return processes
-
-        return measure_again
-
-    def _process_pool(self, item: pytest.Item, count: int, option: str):
-        """This run's fresh processes (processes.fresh.ProcessPool): a save's, or --bench-confirm's; made at
-        the first test that needs them, collecting the files of every benchmark test of this run."""
-        state = self.state
-        if state.process_pool is None:
-            from pytest_tesserabench.processes.fresh import ProcessPool
-
-            benchmarks = (i.nodeid for i in item.session.items if "bench" in getattr(i, "fixturenames", ()))
-            state.process_pool = ProcessPool(
-                count,
-                option=option,
-                settings=state.settings,
-                rootdir=state.context.rootdir,
-                cache_dir=state.instruments.cache_dir,
-                extra_args=_inifile(item),
-                test_files=list(dict.fromkeys(nodeid.split("::", 1)[0] for nodeid in benchmarks)),
-            )
-            if state.sigterm is None:  # (--bench-ab took it already)
-                state.sigterm = _interrupt_on_sigterm()
-        return state.process_pool
-
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         report = yield
-        if self.state.passes is not None and not self.state.passes.final:
-            return report  # an earlier pass: never logged, and no Nsight Compute run for it
         fixture = item.stash.get(BENCH_KEY, None)
         if call.when == "call" and fixture is not None and fixture.records:
             if self.state.settings.ncu and report.passed:
@@ -730,29 +580,7 @@ class SessionHooks:
             state.sigterm = None
         if state.status is not None:
             state.status.close()
-        if state.process_pool is not None:
-            state.process_pool.close()
         config.pluginmanager.unregister(self, self.NAME)
-
-
-def _inifile(item: pytest.Item) -> list[str]:
-    """The ini file this run read, for a fresh process to read it too."""
-    return ["-c", str(item.config.inipath)] if item.config.inipath else []
-
-
-def _keep_processes(item: pytest.Item, records, processes) -> None:
-    """The run file keeps what fresh processes measured of each record (BenchRecord.confirm): the
-    test's records are made again with them."""
-    from pytest_tesserabench.processes.fresh import as_json
-
-    ours = item.stash[BENCH_KEY].records
-    for record in records:
-        current = ours[record.name]
-        sampling = current.sampling
-        if sampling is not None:
-            sampling = replace(sampling, confirm_s=processes.seconds / len(records))
-        confirm = [as_json(p[record.id]) for p in processes.measured if record.id in p] or None
-        ours[record.name] = replace(current, confirm=confirm, sampling=sampling)
 
 
 def _record_id(data: dict) -> str:

@@ -5,7 +5,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "pytest_tesserabench"
-GLUE = {"plugin", "session", "outputs", "cli"}  # the pytest glue and the command: nobody's dependency
+GLUE = {"plugin", "session", "passes_hooks", "outputs", "cli"}  # the pytest glue and the command: nobody's dependency
 ALLOWED = {
     "record": set(),
     "machine": {"record"},
