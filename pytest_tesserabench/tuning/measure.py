@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.measure.timing import CudaEventTimer
 
 from .space import Config
 
@@ -137,6 +138,8 @@ class Significance:
 
 def compare_best(evaluator: Evaluator, best: Config, runner_up: Config | None, *, runs: int = 3) -> Significance:
     """Re-measure ``best`` and ``runner_up`` alternately ``runs`` times; the gate's rule decides."""
+    # numpy and the gate (scipy): ~0.8 s that `tesserabench tune --help`, --show and a static
+    # ranking (no GPU) never need; only once a GPU timed two configs
     import numpy as np
 
     from pytest_tesserabench.gate import GateConfig
@@ -171,7 +174,6 @@ def compare_best(evaluator: Evaluator, best: Config, runner_up: Config | None, *
 
 def gpu_timer_factory(runner: Callable[[Config], Callable[[], Any]], device: Any) -> TimerFactory:
     """Timers for configs launched by ``runner`` on ``device``: CUDA events, L2 flushed."""
-    from pytest_tesserabench.measure.timing import CudaEventTimer
 
     timer = None
 
