@@ -26,12 +26,12 @@ import os
 import sys
 from pathlib import Path
 
-from .analysis import analyse_launches
 from .archs import ACCEPTED_ARCHS, default_archs, parse_archs
-from .capture import KernelLaunch, capture_launches, jit_function_for
-from .summary import format_kernel_lines
 
-# torch (~1.2 s, the optional GPU stack) loads only to ask for a GPU and to run a call that captures launches.
+# The analysis, capture and summary (~20 modules with subprocess and hashlib, ~20 ms) load where a
+# kernel is analysed: `tesserabench inspect --help` stays at ~110 ms, and tuning reads this module's
+# loaders without them. torch (~1.2 s, the optional GPU stack) loads only to ask for a GPU and to run
+# a call whose launches are captured.
 
 EXIT_OK, EXIT_COMPILE_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -98,6 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .analysis import analyse_launches
+    from .summary import format_kernel_lines
+
     try:
         archs = parse_archs(args.arch) if args.arch else default_archs()
         launches = _launches(args)
@@ -210,6 +213,8 @@ def _import_location(location: str):
 
 
 def _is_triton_kernel(obj) -> bool:
+    from .capture import jit_function_for
+
     try:
         jit_function_for(obj)
     except TypeError:
@@ -237,6 +242,7 @@ def _literal(text: str):
 
 def launch_from_spec(kernel, sig: str, consts: dict, *, num_warps=None, num_stages=None, num_ctas=None, maxnreg=None):
     """A KernelLaunch for `kernel` from a textual signature and constexpr values."""
+    from .capture import KernelLaunch, jit_function_for
 
     jit_fn = jit_function_for(kernel)
     params = list(jit_fn.params)
@@ -327,6 +333,8 @@ def _parse_type(name: str, text: str) -> tuple[str, bool]:
 
 
 def capture_call(function, args_text: str):
+    from .capture import capture_launches
+
     namespace = {"math": __import__("math"), "device": "cuda" if _gpu_available() else "cpu"}
     try:
         import torch

@@ -21,20 +21,18 @@ import sys
 import warnings
 from pathlib import Path
 
-from pytest_tesserabench.inspect.archs import arch_from_capability, default_archs, parse_archs
 from pytest_tesserabench.options import parse_percent
 from pytest_tesserabench.record import files
 from pytest_tesserabench.record.units import format_ms
 
 from . import measure
-from .cache import TuningCache, kernel_source_hash
-from .pruning import PruneRules, default_analysis_cache, worker_count
 from .space import SpaceError
 from .strategies import STRATEGIES, StrategyError, check_strategy
-from .tunable import TunableError, load_tunable, parse_shape
-from .tuner import TuningError, tune
 
-# torch (~1.2 s, the optional GPU stack) loads only where a GPU may time the configs.
+# What tuning needs beyond the parser loads where a command runs: the tuner, static pruning and the
+# analysis it compiles with, the cache, the tunable and the arch table (~90 modules with
+# multiprocessing and logging, ~70 ms) would take `tesserabench tune --help` from ~115 ms to
+# ~185 ms; torch (~1.2 s, the optional GPU stack) only where a GPU may time the configs.
 
 EXIT_OK, EXIT_NOTHING_LEFT, EXIT_USAGE = 0, 1, 2
 
@@ -171,6 +169,8 @@ class UsageError(ValueError):
 
 
 def _problems(tunable, args):
+    from .tunable import parse_shape
+
     if not args.shape:
         if args.dtype is None:
             return list(tunable.default_problems) or _no_default(tunable)
@@ -191,11 +191,17 @@ def _live_gpu():
         return None
     if not torch.cuda.is_available():
         return None
+    from pytest_tesserabench.inspect.archs import arch_from_capability
 
     return arch_from_capability(*torch.cuda.get_device_capability()), torch.cuda.get_device_name()
 
 
 def _tune(args, out, err) -> int:
+    from .cache import TuningCache
+    from .pruning import PruneRules, default_analysis_cache, worker_count
+    from .tunable import TunableError
+    from .tuner import TuningError, tune
+
     tunable, problems, archs = _what_to_tune(args)
     live = _live_gpu()
     measured_archs = _measured_archs(args, tunable, archs, live, out)
@@ -254,6 +260,9 @@ def _tune(args, out, err) -> int:
 
 def _what_to_tune(args):
     """(the tunable, its problems, the archs) the command line names; UsageError otherwise."""
+    from pytest_tesserabench.inspect.archs import default_archs, parse_archs
+
+    from .tunable import TunableError, load_tunable
 
     if not args.tunable:
         raise UsageError("name the tunable (e.g. tesserabench tune kernels.matmul:TUNABLE) or pass --show")
@@ -307,6 +316,9 @@ def _check_outputs(args, cache) -> None:
 
 
 def _show(args, out) -> int:
+    from .cache import TuningCache, kernel_source_hash
+    from .tunable import load_tunable
+
     cache = TuningCache(args.cache)
     entries = cache.load()
     if not entries:

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_tesserabench.measure import sampling
-from pytest_tesserabench.measure.timing import CudaEventTimer
 
 from .space import Config
 
@@ -174,6 +173,8 @@ def compare_best(evaluator: Evaluator, best: Config, runner_up: Config | None, *
 
 def gpu_timer_factory(runner: Callable[[Config], Callable[[], Any]], device: Any) -> TimerFactory:
     """Timers for configs launched by ``runner`` on ``device``: CUDA events, L2 flushed."""
+    # the timers and the machine's device (~55 modules, ~20 ms): `tesserabench tune --help` reads this module
+    from pytest_tesserabench.measure.timing import CudaEventTimer
 
     timer = None
 
