@@ -7,6 +7,7 @@ Exit status (for CI scripts): 0 fine, 1 a benchmark regressed, 2 usage or file e
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import os
 import shutil
@@ -15,7 +16,30 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from pytest_tesserabench.history.baseline import (
+    BaselineError,
+    baseline_names,
+    baseline_path,
+    load_baseline,
+    load_runs,
+    save_runs,
+)
+from pytest_tesserabench.machine.interpret import FP_FUSION_ENV
 from pytest_tesserabench.options import parse_count, parse_fraction, parse_lock_timeout, parse_name, parse_percent
+from pytest_tesserabench.record.units import format_started
+from pytest_tesserabench.report.commands import (
+    BASELINES_HELP,
+    CommandError,
+    add_gate_arguments,
+    compare_command,
+    find_baselines_dir,
+    report_command,
+)
+
+# What one command alone needs is imported where that command runs: `tesserabench --help` loads
+# ~136 modules in ~100 ms; scaling, history's steps and timeline, import, inspect, tune and the
+# machine's device would add ~70 modules and ~50 ms to every command, rich ~30 ms, the gate
+# (numpy, scipy) ~0.8 s.
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -67,8 +91,6 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="{compare,report,show,save,scaling,inspect,tune}"
     )
-
-    from pytest_tesserabench.report.commands import BASELINES_HELP, add_gate_arguments
 
     compare = sub.add_parser(
         "compare",
@@ -226,8 +248,6 @@ def _scaling(args: argparse.Namespace, out, err) -> int:
 
 
 def load(path: Path):
-    from pytest_tesserabench.history.baseline import load_runs
-
     return load_runs(path)
 
 
@@ -235,8 +255,6 @@ def _show(args: argparse.Namespace, out, err) -> int:
     from rich import box
     from rich.console import Console
     from rich.table import Table
-
-    from pytest_tesserabench.history.baseline import load_baseline
 
     files = _baseline_files(args, err)
     if files is None:
@@ -337,14 +355,11 @@ def _print_detectable(console, runs, args: argparse.Namespace) -> None:
 
 
 def _started(started: str | None) -> str:
-    from pytest_tesserabench.record.units import format_started
-
     return format_started(started)
 
 
 def _baseline_files(args: argparse.Namespace, err) -> list[Path] | None:
     """The machine files of baseline NAME (one with --machine), or None after saying what is missing."""
-    from pytest_tesserabench.history.baseline import baseline_names, baseline_path
 
     if args.machine:
         path = baseline_path(args.dir, args.name, args.machine)
@@ -372,7 +387,6 @@ def _baseline_files(args: argparse.Namespace, err) -> list[Path] | None:
 
 
 def _history(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench.history.baseline import load_baseline
     from pytest_tesserabench.history.steps import MissingLibrary
     from pytest_tesserabench.history.timeline import render
 
@@ -417,8 +431,6 @@ def _inspect(rest: list[str], out, err) -> int:
 
 
 def _save(args: argparse.Namespace, out, err) -> int:
-    import dataclasses
-
     from pytest_tesserabench.machine.device import machine_key
 
     runs = load(args.run_file)
@@ -458,7 +470,6 @@ def _save_into(args: argparse.Namespace, key: str, runs: list, err, *, by_date: 
     """``runs`` appended to baseline ``args.name`` for machine ``key``, as ``save`` and ``import``
     take the baseline's options (--dir, --history, --lock-timeout); the wait for its lock is said
     on ``err``."""
-    from pytest_tesserabench.history.baseline import save_runs
 
     return save_runs(
         args.dir,
@@ -510,12 +521,7 @@ def _import(args: argparse.Namespace, out, err) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from pytest_tesserabench.history.baseline import BaselineError
-    from pytest_tesserabench.report.commands import CommandError, compare_command, report_command
-
     argv = list(sys.argv[1:] if argv is None else argv)
-    from pytest_tesserabench.machine.interpret import FP_FUSION_ENV
-
     os.environ.setdefault(FP_FUSION_ENV, "1")  # Triton's own default; unset, it warns on every compile
     out, err = sys.stdout, sys.stderr
     if argv and argv[0] == "inspect":
@@ -530,8 +536,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as exc:  # argparse already printed the usage error
         return EXIT_USAGE if exc.code else EXIT_OK
     if "dir" in args and args.dir is None:
-        from pytest_tesserabench.report.commands import find_baselines_dir
-
         args.dir = find_baselines_dir(Path.cwd())
     if getattr(args, "width", 0) is None:  # COLUMNS, else the terminal's, else 80 (a CI log)
         args.width = max(shutil.get_terminal_size((80, 24)).columns, MIN_WIDTH)

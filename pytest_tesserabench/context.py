@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
+import math
+import statistics
 import subprocess
 from pathlib import Path
 
+from pytest_tesserabench.machine import device as machine
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
 
 
@@ -19,14 +22,10 @@ class RunContext:
 
     @functools.cached_property
     def machine_info(self) -> dict:
-        from pytest_tesserabench.machine import device as machine
-
         return {**machine.machine_info(), **(self.distributed or {})}
 
     @functools.cached_property
     def machine_key(self) -> str:
-        from pytest_tesserabench.machine import device as machine
-
         return machine.machine_key(self.machine_info)
 
     @functools.cached_property
@@ -36,6 +35,7 @@ class RunContext:
 
     def time_canary(self, lock) -> None:
         """Time the canary workload once more, under ``lock`` like any measurement."""
+        # the canary and its timer (4 modules, ~3-5 ms; numpy once it runs): not in a pytest run without --bench
         from pytest_tesserabench.measure.canary import measure_canary
 
         with lock():
@@ -43,8 +43,6 @@ class RunContext:
 
     def log_canary(self) -> float | None:
         """This run's canary (log of its median), or None before it was timed."""
-        import math
-        import statistics
 
         positive = [c for c in self.canary_ms if c > 0]
         return math.log(statistics.median(positive)) if positive else None

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from pytest_tesserabench.record import files
+
 # A baseline name becomes a folder and a command-line word: it starts with a letter or digit (not
 # hidden, not an option), and it holds no '..' and does not end in '.' or '.json' (a path, or a
 # file to `tesserabench compare`). Used with fullmatch: '$' alone would accept a trailing newline.
@@ -238,6 +240,7 @@ def parse_confirm(text: Any) -> int:
 
 def parse_passes(text: Any) -> int | None:
     """Passes over the suite: auto (None) or 1 to 20."""
+    # measure.passes and the sampling plan (5 modules, ~6 ms): every `tesserabench` command reads this module
     from pytest_tesserabench.measure.passes import MAX_PASSES
 
     raw = str(text).strip()
@@ -306,7 +309,8 @@ def _bool(text: Any) -> bool:
 
 
 def _arch_list(text: str) -> tuple[str, ...]:
-    from pytest_tesserabench.inspect import parse_archs  # the analyser's own list of targets
+    # the analyser's own list of targets (inspect.archs, ~2 ms): only for --bench-arch
+    from pytest_tesserabench.inspect import parse_archs
 
     archs = tuple(a.strip().lower() for a in str(text).split(",") if a.strip())
     if not archs:
@@ -699,7 +703,6 @@ def _display(opt: Option, source: str) -> str:
 
 def _check_outputs(settings: Settings) -> None:
     """Fail before measuring for minutes, not after, when the results cannot be written."""
-    from pytest_tesserabench.record import files
 
     if not settings.enabled:
         return

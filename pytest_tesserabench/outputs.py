@@ -101,6 +101,7 @@ def _write_reports(state, say, error, config) -> None:
     layout = dict(columns=settings.columns, sort=settings.sort, group_by=settings.group_by)
     measured = len(data.records)
     if settings.html_path is not None:
+        # the HTML report and its plots (~10 ms; matplotlib when drawing): only for --bench-html
         from pytest_tesserabench.report.html_report import html_report
         from pytest_tesserabench.report.plots import PlotError
 

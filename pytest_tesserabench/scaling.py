@@ -18,7 +18,11 @@ from __future__ import annotations
 import io
 from dataclasses import dataclass
 
+from rich.console import Console
+from rich.table import Table
+
 from pytest_tesserabench.record.results import RunDocument
+from pytest_tesserabench.record.units import format_ms
 
 
 class ScalingError(ValueError):
@@ -67,11 +71,6 @@ def scaling(runs: list[tuple[str, RunDocument]]) -> dict[str, list[Point]]:
 
 
 def render(table: dict[str, list[Point]], *, width: int = 120) -> str:
-    from rich.console import Console
-    from rich.table import Table
-
-    from pytest_tesserabench.record.units import format_ms
-
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, no_color=True, color_system=None, highlight=False, markup=False)
     out = Table(title="scaling against the smallest world size", title_justify="left")

@@ -16,6 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock
+
 from pytest_tesserabench.processes.served import ProcessError
 from pytest_tesserabench.record.held_lock import pid_alive
 
@@ -102,7 +104,6 @@ def _porcelain_paths(text: str) -> list[str]:
 
 def checkout(rootdir: Path, ref: str, cache_dir: Path, results: Path | None = None) -> Reference:
     """REF checked out (detached) into ``cache_dir/ab-<sha>``; reused when already there."""
-    from filelock import FileLock
 
     repo, sha, dirty = resolve(rootdir, ref, results)
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -170,7 +171,6 @@ def remove_stale(repo: Path, cache_dir: Path, keep: Path | None = None) -> None:
 
 def remove(reference: Reference) -> None:
     """The worktree of this run, gone; git forgets it too."""
-    from filelock import FileLock
 
     with FileLock(str(reference.path.parent / ".ab.lock")):
         _remove(reference.repo, reference.path)

@@ -9,6 +9,7 @@ only uses torch.distributed.
 
 - ``launch``: is this process a torchrun rank, and with which backend (no torch import).
 - ``world``: the process group, a gloo control group, the store; the ``Dist`` fixture value.
+  It imports torch, and is imported only under torchrun or for the ``dist`` fixture.
 - ``agreement``: pure rules: the same selection everywhere, one outcome per test.
 - ``mesh``: device-mesh shapes for ``@pytest.mark.bench_mesh``.
 - ``hooks``: the pytest hooks of a torchrun session (a plugin object, like pytest-xdist's).

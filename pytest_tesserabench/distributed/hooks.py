@@ -15,6 +15,8 @@ import pytest
 from pytest_tesserabench.distributed import agreement
 from pytest_tesserabench.distributed.launch import Launch, LaunchError, choose_backend
 from pytest_tesserabench.distributed.world import World, WorldError
+from pytest_tesserabench.machine import device as machine
+from pytest_tesserabench.machine.ranks import SOLO
 
 WORLD_KEY = pytest.StashKey[World]()
 
@@ -35,7 +37,6 @@ def attach(config: pytest.Config, state) -> World | None:
         )
     if settings.ncu:
         raise pytest.UsageError("--bench-ncu re-runs a test alone under Nsight Compute; it cannot under torchrun")
-    from pytest_tesserabench.machine import device as machine
 
     try:
         backend = choose_backend(settings.dist_backend, machine.cuda_device_count(), launch.local_rank)
@@ -55,8 +56,6 @@ def session_world(config: pytest.Config, state):
     if world is not None:
         yield world  # the plugin set it up at session start and destroys it at the end
         return
-    from pytest_tesserabench.machine import device as machine
-    from pytest_tesserabench.machine.ranks import SOLO
 
     try:
         backend = choose_backend(state.settings.dist_backend, machine.cuda_device_count())

@@ -20,6 +20,12 @@ import os
 import time
 from collections.abc import Sequence
 
+import pytest
+import torch
+import torch.distributed as dist
+from torch.distributed import rendezvous
+from torch.distributed.device_mesh import init_device_mesh
+
 from pytest_tesserabench.distributed import mesh as mesh_shapes
 from pytest_tesserabench.distributed.agreement import PeerError
 from pytest_tesserabench.distributed.launch import Launch, torchrun_command
@@ -75,16 +81,12 @@ class ControlRanks:
 
     def barrier(self) -> None:
         if self.size > 1:
-            import torch.distributed as dist
-
             dist.barrier(group=self._group)
 
     def max(self, values: list[float]) -> list[float]:
         """Element-wise maximum over the ranks: exact, so every rank gets the same bits."""
         if self.size == 1:
             return values
-        import torch
-        import torch.distributed as dist
 
         tensor = torch.tensor(values, dtype=torch.float64)
         dist.all_reduce(tensor, op=dist.ReduceOp.MAX, group=self._group)
@@ -94,8 +96,6 @@ class ControlRanks:
         """Rank 0's values on every rank."""
         if self.size == 1:
             return values
-        import torch
-        import torch.distributed as dist
 
         tensor = torch.tensor(values, dtype=torch.float64)
         dist.broadcast(tensor, src=0, group=self._group)
@@ -131,23 +131,18 @@ class World:
     # -- what a test uses ------------------------------------------------------------------------
     @property
     def device(self):
-        import torch
-
         return torch.device("cuda", self.local_rank) if self.backend == "nccl" else torch.device("cpu")
 
     def __getattr__(self, name: str):
         if name.startswith("_"):
             raise AttributeError(name)
-        import torch.distributed
 
-        return getattr(torch.distributed, name)
+        return getattr(dist, name)
 
     def mesh(self, shape: str):
         """A DeviceMesh of ``shape`` ('dp=2,tp=2'), built once per shape (building one is collective)."""
         names, sizes = mesh_shapes.resolve(shape, self.world_size)
         if (names, sizes) not in self._meshes:
-            from torch.distributed.device_mesh import init_device_mesh
-
             device_type = "cuda" if self.backend == "nccl" else "cpu"
             self._meshes[names, sizes] = init_device_mesh(device_type, sizes, mesh_dim_names=names)
         return self._meshes[names, sizes]
@@ -158,8 +153,6 @@ class World:
     def require(self, world_size: int) -> None:
         """Skip the test, with the command that would run it, when the run has too few ranks."""
         if self.world_size < world_size:
-            import pytest
-
             pytest.skip(
                 f"needs {world_size} ranks, this run has {self.world_size}; run it with: "
                 f"{self.torchrun_command(world_size)}"
@@ -182,9 +175,6 @@ class World:
         return 2 * self.timeout_s + 10
 
     def start(self) -> None:
-        import torch
-        import torch.distributed as dist
-
         if dist.is_initialized():
             raise WorldError(
                 "torch.distributed's default process group was initialised before the plugin could (by a "
@@ -193,8 +183,6 @@ class World:
             )
         timeout = datetime.timedelta(seconds=self.timeout_s)
         if self.launched:
-            from torch.distributed import rendezvous
-
             store, rank, world_size = next(rendezvous("env://", timeout=timeout))
             if (rank, world_size) != (self.rank, self.world_size):
                 raise WorldError(
@@ -265,7 +253,6 @@ class World:
 
     def close(self) -> None:
         """Leave together (so no rank tears down what a peer still uses), then destroy the group."""
-        import torch.distributed as dist
 
         if self._store is not None and self.world_size > 1 and not self._gone:
             try:

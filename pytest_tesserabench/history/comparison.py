@@ -66,6 +66,7 @@ class BaselineComparison:
     def history(self):
         """The gate's view of the baseline (gate.pipeline.History): its runs and processes, the
         run-effect model and the drift priors, computed once per session."""
+        # the gate (numpy, scipy: ~0.8 s) once a baseline is compared: every pytest run imports this module
         from pytest_tesserabench.gate import GateConfig
         from pytest_tesserabench.gate.pipeline import History
 

@@ -57,7 +57,7 @@ class Step:
 
 def _ruptures():
     try:
-        import ruptures
+        import ruptures  # the optional `history` extra (~0.8 s)
     except ImportError:
         raise MissingLibrary(
             "finding steps needs ruptures: pip install 'pytest-tesserabench[history]' (or pip install ruptures)"
@@ -92,6 +92,8 @@ def find_steps(
     n = len(medians_ms)
     if n < 2 * MIN_RUNS or any(not (m > 0 and math.isfinite(m)) for m in medians_ms):
         return []
+    # numpy and scipy (~0.8 s): `tesserabench history` of a short history, and a --bench run's
+    # terminal report that imports this module, need neither
     import numpy as np
     from scipy import stats
 
@@ -159,7 +161,7 @@ def creep(
     to fail. None otherwise."""
     if len(medians_ms) < 2 * ends or any(step.ratio - 1.0 > threshold for step in steps):
         return None
-    from scipy import stats
+    from scipy import stats  # as in find_steps
 
     logs = [math.log(m) for m in medians_ms]
     var = variances(logs, half_widths)

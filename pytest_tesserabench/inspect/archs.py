@@ -108,7 +108,8 @@ def arch_from_capability(major: int, minor: int) -> str | None:
 def default_archs() -> tuple[str, ...]:
     """The live GPU's architecture when torch sees one (and it is supported), else sm_90.
 
-    Called only when analysis is requested, never at import time.
+    Called only when analysis is requested, never at import time: torch (~1.2 s, optional) is
+    imported here, not by `--bench-arch` parsing or `tesserabench inspect --help`.
     """
     try:
         import torch

@@ -18,6 +18,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+# triton (~0.3 s with its runtime) is imported where a launch is patched or specialized: --bench reaches
+# this module only once a test loaded triton, but KernelLaunch and the package import without it.
+
 # Options a launch may carry that change the binary; everything else is a kernel argument.
 _SPEC_TARGET_CAPABILITY = 90
 

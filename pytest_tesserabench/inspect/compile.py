@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import sys
 import threading
 from dataclasses import dataclass, field
 
 from .archs import ARCH_LIMITS
-from .capture import KernelLaunch
+from .capture import KernelLaunch, jit_function_for
 from .interpreter_state import language_as_compiled
+
+# triton (~0.3 s with its compiler) loads where a kernel is compiled: importing inspect/ imports neither
+# torch nor triton (a --bench run of CPU code never needs them).
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
 _COMPILE_LOCK = threading.Lock()  # the knobs we set for one compile are process-wide
@@ -124,11 +128,7 @@ def _compilable_language():
 
 @contextlib.contextmanager
 def _jit_language_helpers():
-    import sys
-
     from triton.runtime.interpreter import InterpretedFunction
-
-    from .capture import jit_function_for
 
     swapped = []
     for name, module in list(sys.modules.items()):

@@ -24,6 +24,10 @@ import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from pytest_tesserabench.machine import device as machine
+
+# torch (~1.2 s, the optional GPU stack) loads only in ncu's child and for a trace, where a test uses it anyway.
+
 NVTX_RANGE = "tesserabench"
 NCU_ENV_VAR = "TESSERABENCH_UNDER_NCU"
 
@@ -80,7 +84,6 @@ def ncu_available() -> str | None:
 
 def ncu_skip_reason() -> str | None:
     """Why --bench-ncu cannot work here (a skip reason), or None when it can."""
-    from pytest_tesserabench.machine import device as machine
 
     if not machine.gpu_plausibly_present():
         return "--bench-ncu needs an NVIDIA GPU and no GPU driver was found"

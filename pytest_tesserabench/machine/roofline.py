@@ -21,7 +21,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from filelock import FileLock
+
+from pytest_tesserabench.machine import device as machine
 from pytest_tesserabench.record import files
+
+# torch (~1.2 s, the optional GPU stack) loads only to measure a GPU's peaks.
 
 # Peak keys: one per precision a roofline can be drawn for.
 PRECISIONS = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -276,7 +281,6 @@ TIMED_CALLS = 15
 
 def peaks_measurement_blocker() -> str | None:
     """Why measure_peaks() cannot run here, or None when it can."""
-    from pytest_tesserabench.machine import device as machine
 
     if machine.cuda_capability() is None:
         return "measuring peaks needs a CUDA GPU and none is usable here; table peaks are used"
@@ -347,9 +351,6 @@ def measure_peaks(cache_dir: str | os.PathLike, refresh: bool = False) -> Peaks 
     """
     if peaks_measurement_blocker() is not None:
         return None
-    from filelock import FileLock
-
-    from pytest_tesserabench.machine import device as machine
 
     info = machine.machine_info()
     key = machine.machine_key(info)

@@ -10,6 +10,7 @@ it, or without an NVIDIA GPU, the field is ``{"available": False, "reason": ...}
 from __future__ import annotations
 
 import functools
+import sys
 
 # nvmlClocksEventReason* bits (nvml.h; formerly nvmlClocksThrottleReason*) -> name.
 CLOCK_EVENT_REASONS = {
@@ -45,7 +46,7 @@ def decode_clock_reasons(mask: int) -> list[str]:
 def _nvml():
     """(pynvml, None) once NVML is initialised in this process, else (None, why not)."""
     try:
-        import pynvml
+        import pynvml  # optional (nvidia-ml-py, ~25 ms): telemetry of a GPU run only
     except ImportError:
         return None, "pynvml is not installed (pip install nvidia-ml-py)"
     try:
@@ -58,7 +59,6 @@ def _nvml():
 def _torch_device_uuid(device_index: int) -> str | None:
     """NVML name of a CUDA device index when torch is already loaded: CUDA_VISIBLE_DEVICES
     renumbers devices for CUDA but not for NVML, so match by UUID rather than by index."""
-    import sys
 
     torch = sys.modules.get("torch")
     try:

@@ -8,20 +8,27 @@ measure on the same device at once.
 
 from __future__ import annotations
 
+import difflib
 import math
 import numbers
+import sys
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import pytest
 
-from pytest_tesserabench.measure import integrity
+from pytest_tesserabench.machine import device as machine
+from pytest_tesserabench.machine import threads
+from pytest_tesserabench.measure import integrity, sampling
 from pytest_tesserabench.measure.instruments import Instruments
 from pytest_tesserabench.measure.precision import Precision
 from pytest_tesserabench.measure.time_limit import budget_s, time_limit
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.record.results import GPU_TIMERS, BenchRecord, Sampling, Stats
+from pytest_tesserabench.record.results import GPU_TIMERS, BenchRecord, DocumentError, Sampling, Stats, check_plain_json
+
+# A test that takes `bench` loads this module without --bench too, and then only calls its function:
+# the timers and profiling (3 modules, ~6 ms) load when measuring, accuracy (numpy, ~120 ms) when checking.
 
 # With --bench-ab, the lead's time limit runs this much longer than its served processes' (which
 # started the same call a moment before it): a call that hangs on one side is reported by that side.
@@ -129,7 +136,6 @@ class Bench:
 
     def json_problem(self) -> str | None:
         """What makes ``extra_info`` unsavable (with or without --bench), or None."""
-        from pytest_tesserabench.record.results import DocumentError, check_plain_json
 
         try:
             check_plain_json(self.extra_info, f"{self._nodeid}: bench.extra_info")
@@ -139,8 +145,8 @@ class Bench:
 
     def _measure(self, fn, args, kwargs, *, flops, nbytes, name, comm=None, allowed=frozenset()):
         __tracebackhide__ = True
-        from pytest_tesserabench.machine import profiling  # numpy/scipy only once measuring
-        from pytest_tesserabench.measure import sampling, timing
+        from pytest_tesserabench.machine import profiling
+        from pytest_tesserabench.measure import timing
 
         if profiling.under_ncu():
             # The child pytest that --bench-ncu runs under Nsight Compute: one warm call (compiles,
@@ -150,8 +156,6 @@ class Bench:
                 return fn(*args, **kwargs)
         instruments = self._instruments
         if self._settings.threads is not None:  # (torch caps what it reads at load to the cores)
-            from pytest_tesserabench.machine import threads
-
             threads.apply_torch(self._settings.threads)
         label = _label(fn, name)
         try:
@@ -322,8 +326,6 @@ class Bench:
 
     @property
     def on_gpu(self) -> bool:
-        from pytest_tesserabench.machine import device as machine
-
         return machine.cuda_capability() is not None
 
 
@@ -333,7 +335,6 @@ BENCH_KEYWORDS = ("flops", "bytes", "name", "comm_bytes", "bus_factor")
 def _typo_hint(exc: BaseException, kwargs: dict) -> None:
     """bench(fn, flop=...) passes ``flop`` on to fn, which refuses it: say which of bench's own
     keywords was probably meant."""
-    import difflib
 
     if not isinstance(exc, TypeError) or not hasattr(exc, "add_note"):
         return
@@ -421,7 +422,6 @@ def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:
     """The precision a roofline is drawn for: the test's policy, else the first float tensor's dtype."""
     if "precision" in params:
         return str(params["precision"]).split("@")[0]
-    import sys
 
     torch = sys.modules.get("torch")
     if torch is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import statistics
 import sys
 import tempfile
 import warnings
@@ -21,6 +22,10 @@ from pytest_tesserabench.machine.worker_gpus import lock_name
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.record import held_lock
 from pytest_tesserabench.record.results import GPU_TIMERS
+
+# pytest imports this module in every run, --bench or not: each instrument's module loads at its first use.
+# At the top, filelock (~10 ms), the static analysis (~22 ms), the canary, roofline, profiling,
+# telemetry and kernel capture (~1.5-5 ms each) would add ~50 ms to a plain pytest run.
 
 # One lock for the whole machine: a CPU benchmark on one worker disturbs a GPU one on another
 # (launch latency, memory bandwidth), so measured sections never overlap. An xdist worker given a
@@ -113,7 +118,6 @@ class Instruments:
         settings = self.settings
         if not (settings.compare or settings.ab or settings.save) or settings.ab_serve:
             return None
-        import statistics
 
         from pytest_tesserabench.measure import canary
 

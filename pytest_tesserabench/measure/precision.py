@@ -77,7 +77,7 @@ class Precision:
     @property
     def dtype(self):
         """The torch storage dtype (tf32 is stored as float32)."""
-        import torch
+        import torch  # ~1.2 s, the optional GPU stack: the package imports this module (__init__)
 
         return getattr(torch, _STORAGE[self.storage][1])
 

@@ -27,8 +27,8 @@ from pytest_tesserabench.machine.ranks import SOLO, Ranks
 
 
 def _stats():
-    """The statistics module (numpy), imported when something is measured: a pytest run without
-    --bench loads this module and must not pay for numpy."""
+    """The statistics module (numpy, ~120 ms), imported when something is measured: a pytest run
+    without --bench loads this module and must not pay for numpy."""
     from pytest_tesserabench.record import stats
 
     return stats
@@ -86,9 +86,7 @@ class Measurement:
         return len(self.samples_ms) * self.inner_loops
 
     def summary(self) -> dict:
-        from pytest_tesserabench.record import stats
-
-        return stats.summarize(self.rounds_ms, self.samples_ms, noisy=self.noisy)
+        return _stats().summarize(self.rounds_ms, self.samples_ms, noisy=self.noisy)
 
 
 @dataclass(frozen=True)

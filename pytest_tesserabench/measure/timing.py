@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import gc
 import math
+import sys
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from pytest_tesserabench.machine import device as machine
 from pytest_tesserabench.machine import neighbours, run_queue
 
 Call = Callable[[], Any]
@@ -101,9 +103,7 @@ class _CudaTimerBase:
 
     def __init__(self, call: Call, device: Any, *, torch: Any = None):
         if torch is None:
-            import torch
-
-        from pytest_tesserabench.machine import device as machine
+            import torch  # ~1.2 s, the optional GPU stack: a CUDA timer only, where a test loaded it already
 
         self.torch = torch
         self.call = call
@@ -247,7 +247,6 @@ class CudaGraphTimer(_CudaTimerBase):
 
 def cuda_device_of(values: Iterable[Any]) -> Any | None:
     """The device of the first CUDA tensor among ``values`` (nested lists/tuples/dicts too)."""
-    import sys
 
     torch = sys.modules.get("torch")
     if torch is None:  # no tensor can exist if torch was never imported

@@ -9,6 +9,7 @@ doing; elsewhere a thread checks once a second whether the lead is still there.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -31,7 +32,6 @@ def _parent_death_signal() -> bool:
     """Ask the kernel for SIGKILL when this process's parent dies; False where it cannot."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)

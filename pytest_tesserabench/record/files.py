@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import codecs
 import errno
+import fcntl
 import json
 import os
 import re
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -158,7 +160,6 @@ def open_descriptor(path: Path) -> int | None:
 def _write_descriptor(path: Path, descriptor: int, data: bytes) -> None:
     """Write into an open file descriptor after what Python's own streams buffered for it, so
     their text and ``data`` keep their order."""
-    import sys
 
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -263,6 +264,7 @@ def lock_for(path: Path, *, timeout: float = -1):
     the system temp folder, in one of ``LOCK_SLOTS`` files chosen by a hash of the file's real
     path, world-writable so that every user of the machine shares it; where that folder cannot be
     used, beside the file. Never hold two at once: two paths may share a slot."""
+    # hashlib (~3 ms) and filelock (~10 ms) for a lock only: pytest and every `tesserabench` command import this module
     import hashlib
 
     from filelock import FileLock
@@ -327,8 +329,6 @@ def check_writable_file(path: Path, example: str = "results.json") -> str | None
     path = Path(path)
     descriptor = open_descriptor(path)
     if descriptor is not None:
-        import fcntl
-
         try:
             access = fcntl.fcntl(descriptor, fcntl.F_GETFL) & os.O_ACCMODE
         except OSError:

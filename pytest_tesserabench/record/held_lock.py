@@ -162,7 +162,7 @@ def acquire(
     ``notice_after`` seconds (or half the timeout, when that is shorter) ``say`` gets one line
     naming the holder; past the timeout LockWaitTimeout names the holder and the fix. Once taken,
     this process's note is written beside the lock; ``release`` removes it."""
-    from filelock import Timeout
+    from filelock import Timeout  # ~10 ms: the plugin imports this module at its top
 
     if lock.is_locked:  # taken again by its holder (filelock counts): its note is written already
         lock.acquire()

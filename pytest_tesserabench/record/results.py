@@ -20,6 +20,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from pytest_tesserabench.record.units import format_ms
+
 SCHEMA = 1
 STATUSES = ("REGRESSED", "IMPOSSIBLE", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED")
 FAILING_STATUSES = ("REGRESSED", "IMPOSSIBLE")
@@ -254,7 +256,7 @@ class Stats:
 
     @classmethod
     def of(cls, rounds_ms: list[float], samples_ms: list[float] | None = None, *, noisy: bool = False) -> Stats:
-        from pytest_tesserabench.record import stats
+        from pytest_tesserabench.record import stats  # numpy (~120 ms): every pytest run imports this module
 
         return cls.from_json(stats.summarize(rounds_ms, samples_ms, noisy=noisy), "stats")
 
@@ -502,7 +504,6 @@ class Verdict:
 
     def line(self) -> str:
         """One line for the test report: old and new median, change, interval, p, severity."""
-        from pytest_tesserabench.record.units import format_ms
 
         head = self.status if self.severity is None else f"{self.status} ({self.severity})"
         parts = [head]

@@ -8,15 +8,24 @@ command: 0 fine, 1 a benchmark regressed (``compare`` only), 2 usage or file err
 from __future__ import annotations
 
 import argparse
+import csv
+import io
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_tesserabench.history.baseline import BaselineError, load_runs, machine_files
 from pytest_tesserabench.options import is_name
+from pytest_tesserabench.record import files
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
 from pytest_tesserabench.report.safe_text import printable
+
+# Every `tesserabench` command imports this module (--help: ~136 modules, ~100 ms). What one
+# command alone uses loads where it runs: the gate (numpy, scipy: ~0.8 s), the machine's device
+# (~50 modules, ~19 ms), the report modules of compare and report (~1-12 ms each).
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -50,7 +59,6 @@ def _names_a_file(text: str) -> bool:
 def load_source(text: str, bench_dir: Path, machine_key: str | None) -> Source:
     """A file, or the file of baseline NAME under ``bench_dir`` for ``machine_key`` (the only
     file of that baseline, when there is one)."""
-    from pytest_tesserabench.history.baseline import BaselineError, load_runs, machine_files
 
     try:
         if _names_a_file(text):
@@ -93,7 +101,6 @@ def load_sources(texts: Sequence[str], bench_dir: Path) -> list[Source]:
 def write_output(path: Path, content: str, flag: str) -> None:
     """Write a file the user asked for; a write that fails (a full disk, /dev/full, a folder
     removed meanwhile) is a CommandError naming the option, the path and the system's reason."""
-    from pytest_tesserabench.record import files
 
     try:
         files.write_atomic(path, content)
@@ -200,8 +207,6 @@ CSV_COLUMNS = (
 
 def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts) -> str:
     """One row per benchmark and run; the verdict columns on the newest run's rows."""
-    import csv
-    import io
 
     from pytest_tesserabench.report.csv_report import cells
 
@@ -245,7 +250,6 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
 def compare_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.gate.model import machine_ratio
     from pytest_tesserabench.gate.pipeline import History, judge_run
-    from pytest_tesserabench.record import files
     from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.markdown_report import markdown_summary
@@ -314,7 +318,6 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
 def _suite_shift(run, history):
     """The run's suite-wide shift, as the plugin reported it at the end of the run: every
     benchmark's centre, the canary of the start and the end."""
-    import math
 
     from pytest_tesserabench.gate.model import canary_centre
 
@@ -339,7 +342,6 @@ def _project_root(records, baselines_dir: Path) -> Path | None:
 # -- report ---------------------------------------------------------------------------------------------
 def report_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.gate.pipeline import History, judge_run
-    from pytest_tesserabench.record import files
     from pytest_tesserabench.report.data import ReportData
     from pytest_tesserabench.report.plots import PlotError, missing_dependency
     from pytest_tesserabench.report.terminal import report_notes

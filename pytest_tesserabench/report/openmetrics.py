@@ -31,6 +31,7 @@ def missing_dependency() -> str | None:
 
 def metrics_text(data: ReportData, path: Path | str) -> str:
     """The run's metrics in the format ``path``'s name asks for (see the module doc)."""
+    # prometheus-client: the optional `metrics` extra (~60 ms); every --bench run imports this module
     from prometheus_client import CollectorRegistry
     from prometheus_client.core import GaugeMetricFamily, StateSetMetricFamily
 

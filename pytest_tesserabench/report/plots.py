@@ -26,6 +26,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_tesserabench.history import steps as steps_
+from pytest_tesserabench.history.timeline import series, steps_of
 from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 from pytest_tesserabench.report import rows as R
 
@@ -58,6 +60,7 @@ class Plot:
     caption: str = ""
 
 
+# matplotlib: the optional `report` extra (~0.4 s), imported where a figure is drawn (PlotError without it).
 def _figure(width: float, height: float):
     try:
         from matplotlib.figure import Figure
@@ -344,8 +347,6 @@ def history_plot(
 def _mark_steps(ax, history: Sequence[RunDocument], ids: Sequence[str]) -> str:
     """A dashed line before the first run after each step the baseline's history took (the steps
     `tesserabench history` finds), labelled with its size; what the caption says about them."""
-    from pytest_tesserabench.history import steps as steps_
-    from pytest_tesserabench.history.timeline import series, steps_of
 
     try:
         found = {i: (points, steps_of(points, alpha=0.01)) for i, points in series(history).items() if i in ids}

@@ -8,11 +8,17 @@ then the middle of a name).
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_tesserabench.history.timeline import creeping
+from pytest_tesserabench.inspect.summary import format_kernel_lines
+from pytest_tesserabench.machine import interpret, neighbours, run_queue, threads
 from pytest_tesserabench.record.results import BenchRecord
+from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report import rows as R
+from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
 from pytest_tesserabench.report.layout import (
     ELLIPSIS,
     Column,
@@ -24,6 +30,10 @@ from pytest_tesserabench.report.layout import (
     shorten_unique,
 )
 from pytest_tesserabench.report.safe_text import printable
+
+# Loaded where used, which a --bench run without a baseline or A/B never pays: the gate (4 modules,
+# ~10 ms after record.stats' numpy and scipy; `tesserabench compare` loads it anyway) and A/B's
+# modules (14 modules with multiprocessing, ~10 ms).
 
 QUIET_MIN_ID = 30  # under -q an id is shortened no further than this, whatever the width
 
@@ -123,8 +133,6 @@ def cpu_sharing_line(records, *, pool: int | None = None, cpus: int | None = Non
     CPUs busy beside it; either way they share caches, memory bandwidth, a busy SMT sibling.
     ``pool``: torch's thread pool in the process that measured (live runs only), of ``cpus``: the
     line says when it outnumbers the CPUs the others left (threads.oversubscribed_hint)."""
-    from pytest_tesserabench.machine import neighbours, run_queue, threads
-    from pytest_tesserabench.record.units import format_ms
 
     records = list(records)
     sampled = [record.sampling for record in records if record.sampling is not None]
@@ -158,8 +166,6 @@ def render_summary(records, **kwargs) -> str:
 
 
 def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
-    from pytest_tesserabench.inspect import format_kernel_lines
-
     lines = []
     for record_id, record in records.items():
         if record.kernels:
@@ -171,7 +177,6 @@ def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
 def ab_conditions_line() -> str:
     """How A/B's served processes run the code, which a user comparing figures with --bench's must
     know: a multi-threaded call reads slower there than under --bench."""
-    import os
 
     from pytest_tesserabench.ab.interleave import measuring_cpu
     from pytest_tesserabench.processes.served import THREAD_POOLS
@@ -189,7 +194,6 @@ def ab_conditions_line() -> str:
 
 def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
-    from pytest_tesserabench.machine import interpret
 
     settings = state.settings
     interpreting = interpret.interpreting()
@@ -201,8 +205,8 @@ def header_lines(state, interpret_switch) -> list[str]:
         return [f"tesserabench: {settings.mode}{triton}"]
     info = state.context.machine_info
     device = f"{info.get('device')} ({info.get('arch')})"
-    threads = f"; thread pools {settings.threads} (--bench-threads)" if settings.threads is not None else ""
-    lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{threads}{triton}"]
+    pools = f"; thread pools {settings.threads} (--bench-threads)" if settings.threads is not None else ""
+    lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{pools}{triton}"]
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
     if state.passes is not None:
@@ -215,7 +219,7 @@ def header_lines(state, interpret_switch) -> list[str]:
     theirs = state.comparison.passes() if state.comparison is not None and state.comparison.same_machine else []
     ours = state.passes.total if state.passes is not None else 1
     if theirs and theirs != [ours]:  # (gate.conditions.passes_differ makes every timing verdict INCONCLUSIVE)
-        from pytest_tesserabench.gate import conditions  # (numpy: only where a baseline is compared)
+        from pytest_tesserabench.gate import conditions
 
         lines.append(
             f"tesserabench: WARNING: the baseline's runs measured in {' or '.join(map(str, theirs))} pass(es), this "
@@ -249,7 +253,6 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     )
     for line in lines:
         terminalreporter.write_line(line.text, **line.markup())
-    from pytest_tesserabench.machine import threads
 
     sharing = cpu_sharing_line(state.records.values(), pool=threads.torch_threads())
     if sharing:  # even under -q: it says how far the figures can be trusted
@@ -265,7 +268,6 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     if comparison is None:
         return
     from pytest_tesserabench.gate.model import machine_ratio
-    from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
 
     terminalreporter.write_sep("-", f"compared with baseline {comparison.describe()}")
     known = {i: r for run in comparison.runs for i, r in run.benchmarks.items()}  # names MISSING ones' groups
@@ -304,7 +306,6 @@ def creep_line(state) -> str | None:
     comparison = state.comparison
     if comparison is None or not comparison.same_machine:
         return None
-    from pytest_tesserabench.history.timeline import creeping
 
     crept = creeping(comparison.baseline.runs, state.records, state.settings.threshold)
     if not crept:
@@ -427,8 +428,6 @@ def settle_advice(verdicts, records, baseline_runs, rootdir: Path, where: Path, 
     measures them by A/B against the commit the baseline's newest run was recorded at (test
     paths relative to ``where``, the CARRIED_OPTIONS of the command line ``args``), or why there
     is none; None when there is nothing to decide, or ``rootdir`` is not a git checkout."""
-    import os
-    import shlex
 
     from pytest_tesserabench.ab import worktree
 
@@ -475,8 +474,6 @@ def _carried(args) -> list[str]:
 
 
 def _write_ab_section(terminalreporter, state, width: int) -> None:
-    from pytest_tesserabench.report.comparison_table import comparison_lines
-
     terminalreporter.write_sep("-", f"A/B: {state.reference.describe()}")
     records = {**state.ab_missing_records, **state.records}
     for line in comparison_lines(

@@ -27,6 +27,10 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pytest_tesserabench.inspect.capture import jit_function_for
+from pytest_tesserabench.inspect.capture import specialize as specialize_launch
+
+from . import lookup
 from .space import Config, ConfigList
 from .tunable import Problem, Tunable, TunableError, Work, dtype_name
 
@@ -75,7 +79,6 @@ def from_autotune(
     ``grid(problem, meta)``: the launch grid for a config's values; ``shape_of(args)``: a launch's
     sizes from its arguments by name (without it, the tuned config is not applied at launch);
     ``flops``/``bytes``: the work of one launch, for the static estimate."""
-    from pytest_tesserabench.inspect.capture import jit_function_for
 
     configs = autotune_configs(kernel)
     jit = jit_function_for(kernel)  # what Triton compiles
@@ -89,8 +92,6 @@ def from_autotune(
         return tuple(made), {}
 
     def specialize(config: Config, problem: Problem):
-        from pytest_tesserabench.inspect import specialize as specialize_launch
-
         args, kwargs = arguments(problem, "cpu")
         return specialize_launch(jit, args, {**kwargs, **config.kernel_kwargs, **config.options})
 
@@ -137,15 +138,15 @@ def _tuned_prune(tunable: Tunable, shape_of, own_prune):
     measured one for this launch on this GPU, else the kernel's own pruning (or every config)."""
 
     def prune(configs, named_args, **kwargs):
-        from .lookup import tuned_config
-
         arguments = {**named_args, **kwargs}
         tensor = next(
             (value for value in arguments.values() if hasattr(value, "dtype") and hasattr(value, "device")), None
         )
         if tensor is not None:
             try:
-                config = tuned_config(tunable, dict(shape_of(arguments)), (dtype_name(tensor.dtype),), tensor.device)
+                config = lookup.tuned_config(
+                    tunable, dict(shape_of(arguments)), (dtype_name(tensor.dtype),), tensor.device
+                )
             except TunableError:
                 config = None
             if config is not None:

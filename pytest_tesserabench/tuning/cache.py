@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import shutil
 import textwrap
 import warnings
@@ -47,13 +48,12 @@ class TuningCacheWarning(UserWarning):
 
 def default_cache_path() -> Path:
     """``$TESSERABENCH_TUNING_CACHE``, else ``tuning_cache.json`` in the working directory."""
-    import os
 
     return Path(os.environ.get(ENV_CACHE) or DEFAULT_CACHE_NAME)
 
 
 def triton_version() -> str:
-    import triton
+    import triton  # ~0.2 s, optional: `tesserabench tune --show` and the lookup at launch need none
 
     return str(triton.__version__)
 

@@ -21,14 +21,23 @@ import sys
 import warnings
 from pathlib import Path
 
+from pytest_tesserabench.options import parse_percent
+from pytest_tesserabench.record import files
 from pytest_tesserabench.record.units import format_ms
+
+from . import measure
+from .space import SpaceError
+from .strategies import STRATEGIES, StrategyError, check_strategy
+
+# What tuning needs beyond the parser loads where a command runs: the tuner, static pruning and the
+# analysis it compiles with, the cache, the tunable and the arch table (~90 modules with
+# multiprocessing and logging, ~70 ms) would take `tesserabench tune --help` from ~115 ms to
+# ~185 ms; torch (~1.2 s, the optional GPU stack) only where a GPU may time the configs.
 
 EXIT_OK, EXIT_NOTHING_LEFT, EXIT_USAGE = 0, 1, 2
 
 
 def _budget(text: str) -> int | float:
-    from pytest_tesserabench.options import parse_percent
-
     text = text.strip()
     try:
         if text.endswith("%"):
@@ -45,8 +54,6 @@ def _budget(text: str) -> int | float:
 
 
 def _occupancy(text: str) -> float:
-    from pytest_tesserabench.options import parse_percent
-
     try:
         return parse_percent(text, high=100.0)
     except ValueError as error:
@@ -54,8 +61,6 @@ def _occupancy(text: str) -> float:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .strategies import STRATEGIES
-
     parser = argparse.ArgumentParser(
         prog="tesserabench tune",
         description="Tune a Triton kernel's configs: constraints, static pruning (compiled for the target, "
@@ -192,13 +197,8 @@ def _live_gpu():
 
 
 def _tune(args, out, err) -> int:
-    from pytest_tesserabench.record import files
-
     from .cache import TuningCache
-    from .measure import TUNING_BUDGET, gpu_timer_factory
     from .pruning import PruneRules, default_analysis_cache, worker_count
-    from .space import SpaceError
-    from .strategies import StrategyError
     from .tunable import TunableError
     from .tuner import TuningError, tune
 
@@ -209,7 +209,9 @@ def _tune(args, out, err) -> int:
     _check_outputs(args, cache if measured_archs else None)  # before minutes of compiling, not after
     rules = PruneRules(spills=not args.allow_spills, min_occupancy=args.min_occupancy)
     measure_budget = (
-        TUNING_BUDGET if args.max_time is None else dataclasses.replace(TUNING_BUDGET, max_time=args.max_time)
+        measure.TUNING_BUDGET
+        if args.max_time is None
+        else dataclasses.replace(measure.TUNING_BUDGET, max_time=args.max_time)
     )
     results, status = [], EXIT_OK
     for problem in problems:
@@ -220,7 +222,7 @@ def _tune(args, out, err) -> int:
                 import torch
 
                 runner = runner or tunable.runner(problem, torch.device("cuda"))
-                timer_factory = gpu_timer_factory(runner, torch.device("cuda"))
+                timer_factory = measure.gpu_timer_factory(runner, torch.device("cuda"))
             try:
                 result = tune(
                     tunable,
@@ -276,7 +278,6 @@ def _what_to_tune(args):
 def _measured_archs(args, tunable, archs, live, out) -> set[str]:
     """The archs timed on the GPU here (its own, unless --static); the others are ranked by the
     static estimate, which is said once, with what of the command line does not apply there."""
-    from .strategies import StrategyError, check_strategy
 
     measured = set()
     if live and not args.static and tunable.runner is not None:
@@ -304,7 +305,6 @@ def _measured_archs(args, tunable, archs, live, out) -> set[str]:
 
 def _check_outputs(args, cache) -> None:
     """--json and (when something is measured) the tuning cache are writable; UsageError otherwise."""
-    from pytest_tesserabench.record import files
 
     outputs = [("--json", Path(args.json))] if args.json not in (None, "-") else []
     if cache is not None:
@@ -317,6 +317,7 @@ def _check_outputs(args, cache) -> None:
 
 def _show(args, out) -> int:
     from .cache import TuningCache, kernel_source_hash
+    from .tunable import load_tunable
 
     cache = TuningCache(args.cache)
     entries = cache.load()
@@ -329,8 +330,6 @@ def _show(args, out) -> int:
         ref = entry.get("tunable")
         if ref not in hashes:
             try:
-                from .tunable import load_tunable
-
                 hashes[ref] = kernel_source_hash(load_tunable(ref).kernel()) if ref else None
             except Exception:  # noqa: BLE001 - a kernel that no longer imports: staleness unknown
                 hashes[ref] = None

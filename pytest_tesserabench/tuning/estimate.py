@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import math
 
+from pytest_tesserabench.machine.roofline import PEAK_TABLE
+
 from .tunable import Work
 
 # A reference GPU per architecture: (name in roofline.PEAK_TABLE, SM count from its datasheet).
@@ -43,7 +45,6 @@ def estimate_ms(work: Work, record: dict, arch: str) -> float | None:
 
     ``math.inf`` when the compiled config cannot be resident at all (0 blocks per SM).
     """
-    from pytest_tesserabench.machine.roofline import PEAK_TABLE
 
     entry = REFERENCE_GPUS.get(arch)
     blocks = record.get("blocks_per_sm")

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_tesserabench.inspect.archs import arch_from_capability
+
 from .cache import (
     DEFAULT_CACHE_NAME,
     ENV_CACHE,
@@ -63,9 +65,7 @@ def _source_hash(tunable: Tunable) -> str:
 def _device_arch(device_type: str, index: int | None) -> str | None:
     if device_type != "cuda":
         return None
-    import torch
-
-    from pytest_tesserabench.inspect.archs import arch_from_capability
+    import torch  # ~1.2 s, the optional GPU stack: only for a CUDA device, where it is loaded already
 
     return arch_from_capability(*torch.cuda.get_device_capability(index))
 

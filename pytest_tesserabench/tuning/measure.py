@@ -137,6 +137,8 @@ class Significance:
 
 def compare_best(evaluator: Evaluator, best: Config, runner_up: Config | None, *, runs: int = 3) -> Significance:
     """Re-measure ``best`` and ``runner_up`` alternately ``runs`` times; the gate's rule decides."""
+    # numpy and the gate (scipy): ~0.8 s that `tesserabench tune --help`, --show and a static
+    # ranking (no GPU) never need; only once a GPU timed two configs
     import numpy as np
 
     from pytest_tesserabench.gate import GateConfig
@@ -171,6 +173,7 @@ def compare_best(evaluator: Evaluator, best: Config, runner_up: Config | None, *
 
 def gpu_timer_factory(runner: Callable[[Config], Callable[[], Any]], device: Any) -> TimerFactory:
     """Timers for configs launched by ``runner`` on ``device``: CUDA events, L2 flushed."""
+    # the timers and the machine's device (~55 modules, ~20 ms): `tesserabench tune --help` reads this module
     from pytest_tesserabench.measure.timing import CudaEventTimer
 
     timer = None

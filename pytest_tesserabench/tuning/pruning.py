@@ -28,22 +28,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_tesserabench.inspect.analysis import ANALYSER_VERSION, analyse_launches
+from pytest_tesserabench.inspect.archs import ARCH_LIMITS
+from pytest_tesserabench.inspect.cli import _default_cache_dir
+from pytest_tesserabench.inspect.compile import cache_key
+
 from .space import Config
-from .tunable import Problem, Tunable
+from .tunable import Problem, Tunable, load_tunable
 
 RULES = ("compile", "shared_memory", "spills", "occupancy")
 
 
 def default_analysis_cache() -> Path:
     """The static analysis's own cache (shared with ``tesserabench inspect`` and ``--bench``)."""
-    from pytest_tesserabench.inspect.cli import _default_cache_dir
 
     return Path(_default_cache_dir())
 
 
 def default_min_occupancy(arch: str) -> float:
     """One warp per scheduler: the SM's sub-partitions over its warp slots."""
-    from pytest_tesserabench.inspect.archs import ARCH_LIMITS
 
     limits = ARCH_LIMITS[arch]
     return limits.register_sub_partitions / limits.max_warps_per_sm
@@ -138,7 +141,6 @@ def compile_reason(error: str) -> str:
 
 def verdict(record: dict, arch: str, rules: PruneRules, min_occupancy: float) -> tuple[str, str] | None:
     """(rule, reason) when ``record`` must be dropped, None when it stays."""
-    from pytest_tesserabench.inspect.archs import ARCH_LIMITS
 
     if record.get("error"):
         return "compile", compile_reason(str(record["error"]))
@@ -250,8 +252,6 @@ def _cached(tunable, problem, config, arch, cache: Path) -> bool:
 
 def _launch_cached(launch, arch: str, cache: Path) -> bool:
     """Whether the analysis cache holds this launch's record for ``arch``."""
-    from pytest_tesserabench.inspect.analysis import ANALYSER_VERSION
-    from pytest_tesserabench.inspect.compile import cache_key
 
     try:
         key = cache_key(launch, arch, ANALYSER_VERSION)
@@ -261,8 +261,6 @@ def _launch_cached(launch, arch: str, cache: Path) -> bool:
 
 
 def _analyse_in_worker(ref: str, config: dict, problem: dict, arch: str, cache: Path | None):
-    from .tunable import load_tunable
-
     return analyse_config(load_tunable(ref), Problem.from_json(problem), Config(config), arch, cache)
 
 
@@ -271,7 +269,6 @@ def analyse_config(
 ) -> tuple[dict, float, str]:
     """(static record, seconds spent, where it came from: "cache", "compile" or "specialize",
     the last when the kernel refused the config before any compile)."""
-    from pytest_tesserabench.inspect.analysis import analyse_launches
 
     start = time.perf_counter()
     try:

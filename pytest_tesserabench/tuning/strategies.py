@@ -42,7 +42,7 @@ def check_strategy(name: str) -> None:
 
 def _optuna(strategy: str):
     try:
-        import optuna
+        import optuna  # the optional `tune` extra (~0.18 s): Bayesian and genetic search only
     except ImportError:
         raise StrategyError(
             f"strategy {strategy!r} uses Optuna's {_OPTUNA_STRATEGIES[strategy]} sampler, and Optuna is not "

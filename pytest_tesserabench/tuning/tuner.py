@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_tesserabench.inspect.archs import ARCH_LIMITS
 from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.record.units import format_ms
 
@@ -37,7 +38,6 @@ class TuningError(ValueError):
 
 def arch_context(arch: str) -> dict[str, Any]:
     """The target's limits, as names a constraint may use."""
-    from pytest_tesserabench.inspect.archs import ARCH_LIMITS
 
     limits = ARCH_LIMITS[arch]
     return {
