@@ -35,6 +35,7 @@ from pytest_tesserabench.report.commands import (
     find_baselines_dir,
     report_command,
 )
+from pytest_tesserabench.report.safe_text import printable
 
 # What one command alone needs is imported where that command runs: `tesserabench --help` loads
 # ~136 modules in ~100 ms; scaling, history's steps and timeline, import, inspect, tune and the
@@ -89,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=__doc__.split("\n\n")[1],  # the exit statuses
     )
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="{compare,report,show,save,scaling,inspect,tune}"
+        dest="command", required=True, metavar="{compare,report,show,history,save,import,scaling,inspect,tune}"
     )
 
     compare = sub.add_parser(
@@ -123,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
         "show",
         help="list the runs recorded in a baseline, and the slowdowns the gate can catch against it",
         description="List the runs of baseline NAME, one table per machine, and per benchmark the smallest "
-        "slowdown the gate catches against it (at its false-alarm rate, with 90%% probability, for a run measured "
+        "slowdown the gate catches against it (at its false-alarm rate, with 90% probability, for a run measured "
         "as quietly as the baseline's).",
     )
     show.add_argument("name", type=_name, help="the baseline name given to --bench-save")
@@ -277,7 +278,7 @@ def _show(args: argparse.Namespace, out, err) -> int:
                     str(i),
                     _started(run.started),
                     sha,
-                    str(commit.get("branch") or "-"),
+                    printable(str(commit.get("branch") or "-")),
                     str(run.other.get("imported_from") or "-"),  # (tesserabench import)
                     str(len(run.benchmarks)),
                     str(processes) if processes > 1 else "-",
@@ -343,7 +344,7 @@ def _print_detectable(console, runs, args: argparse.Namespace) -> None:
     table.add_column("catches", justify="right")
     table.add_column("", no_wrap=True)
     for bench_id, size in sorted(detectable.items()):
-        table.add_row(bench_id, f"{size:.1%}", "above the threshold" if size > args.threshold else "")
+        table.add_row(printable(bench_id), f"{size:.1%}", "above the threshold" if size > args.threshold else "")
     console.print(table)
     above = sum(1 for d in detectable.values() if d > args.threshold)
     if above:
@@ -404,6 +405,7 @@ def _history(args: argparse.Namespace, out, err) -> int:
                 threshold=args.threshold,
                 alpha=args.alpha,
                 width=args.width,
+                shown_as=printable,
             )
         except MissingLibrary as exc:
             print(f"tesserabench history: {exc}", file=err)

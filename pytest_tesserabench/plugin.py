@@ -20,6 +20,7 @@ import pytest
 
 from pytest_tesserabench import markers, options
 from pytest_tesserabench.record.held_lock import LockWaitTimeout
+from pytest_tesserabench.report.safe_text import printable  # (unicodedata only)
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
@@ -498,13 +499,13 @@ class SessionHooks:
             fixture.records[label] = replace(record, verdict=verdict)  # the one place a verdict is attached
             # The test's own id heads its failure already: only a labelled call names itself.
             said = verdict.line()
-            line = said if record.name is None else f"[{record.name}] {said}"
+            line = said if record.name is None else f"[{printable(record.name)}] {said}"
             if verdict.failed:
                 failures.append(line)
             elif verdict.status == "INCONCLUSIVE" and unresolved_fails:
                 failures.append(f"{line}. To settle it: {verdict.hint()} (--bench-unresolved=fail)")
             elif verdict.status == "INCONCLUSIVE":
-                item.warn(pytest.PytestWarning(f"{record.id}: {said}. To settle it: {verdict.hint()}"))
+                item.warn(pytest.PytestWarning(f"{printable(record.id)}: {said}. To settle it: {verdict.hint()}"))
         from pytest_tesserabench.report.junit import properties
 
         # <property> entries of its JUnit test case

@@ -91,10 +91,18 @@ def suite_steps(shifts: Sequence[float], *, alpha: float) -> list[steps_.Step]:
 
 
 def render(
-    title: str, runs: Sequence[RunDocument], *, pattern: str | None, threshold: float, alpha: float, width: int
+    title: str,
+    runs: Sequence[RunDocument],
+    *,
+    pattern: str | None,
+    threshold: float,
+    alpha: float,
+    width: int,
+    shown_as=str,
 ) -> tuple[str, int, int]:
     """The text for one machine's runs, how many benchmarks have a step or a creep, and how many
-    were shown."""
+    were shown; ``shown_as``: how a benchmark's id is printed (names are data: the command
+    escapes them)."""
     # rich (~30 ms): a --bench run's terminal report imports this module for creeping() alone
     from rich import box
     from rich.console import Console
@@ -129,7 +137,7 @@ def render(
             [p.adjusted_ms for p in points], found, threshold, half_widths=[_half_width(p) for p in points], alpha=alpha
         )
         flagged += bool(found) or creeping is not None
-        console.print(f"\n{record_id}", soft_wrap=True)
+        console.print(f"\n{shown_as(record_id)}", soft_wrap=True)
         table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
         for column, right in columns:
             table.add_column(column, justify="right" if right else "left", no_wrap=True)

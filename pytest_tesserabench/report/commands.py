@@ -166,7 +166,7 @@ def across_runs_lines(runs: Sequence[RunDocument], labels: Sequence[str], width:
             record = run.benchmarks.get(reference.id)
             if record is not None and record.stats is not None:
                 sha = str(run.commit.get("sha") or "")[:7] or "-"
-                measured.append((f"{index} {sha} {label}", run.started or "-", record))
+                measured.append((printable(f"{index} {sha} {label}"), run.started or "-", record))
         first = measured[0][2].median_ms
         rows = []
         for name, started, record in measured:
@@ -184,7 +184,7 @@ def across_runs_lines(runs: Sequence[RunDocument], labels: Sequence[str], width:
         shown = [c for c in columns if any(c.key in row.cells for row in rows)]
         if out:
             out.append(Line(""))
-        out.append(Line(shorten_middle(reference.id, width), "bold"))
+        out.append(Line(shorten_middle(printable(reference.id), width), "bold"))
         table = render_table("run", shown, rows, width, details_header=None)
         out.extend(table.lines + hidden_note(table, width))
     return out

@@ -30,6 +30,7 @@ from pytest_tesserabench.history import steps as steps_
 from pytest_tesserabench.history.timeline import series, steps_of
 from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 from pytest_tesserabench.report import rows as R
+from pytest_tesserabench.report.safe_text import printable
 
 EXTRA_HINT = "install the 'report' extra: pip install 'pytest-tesserabench[report]'"
 RED, GREEN, AMBER, GREY = "#c62828", "#2e7d32", "#ef8f00", "#8a8a8a"
@@ -76,9 +77,11 @@ def _svg(fig) -> str:
 
     buffer = io.StringIO()
     # Text as text (searchable, the browser's fonts); ids from content, so a page is reproducible.
-    # Names are data: no mathtext parsed out of a '$' in a test id or call name (it raised).
+    # Names are data: no mathtext parsed out of a '$' in a test id or call name (it raised), and
+    # no control character drawn (a missing glyph, raw in the SVG: invalid XML, a reversed label).
     for text in fig.findobj(matplotlib.text.Text):
         text.set_parse_math(False)
+        text.set_text(printable(text.get_text()))
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "tesserabench"}):
         fig.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()

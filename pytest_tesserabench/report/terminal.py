@@ -310,7 +310,7 @@ def creep_line(state) -> str | None:
     crept = creeping(comparison.baseline.runs, state.records, state.settings.threshold)
     if not crept:
         return None
-    listed = ", ".join(f"{i} ({change:+.1%})" for i, change in sorted(crept.items(), key=lambda kv: -kv[1]))
+    listed = ", ".join(f"{printable(i)} ({change:+.1%})" for i, change in sorted(crept.items(), key=lambda kv: -kv[1]))
     return (
         f"creep: {len(crept)} benchmark(s) of baseline {state.settings.compare} got slower over its runs by more "
         f"than {state.settings.threshold:.0%} with no single step that large: {listed}; "

@@ -57,3 +57,30 @@ def test_hostile_names_reach_the_terminal_markdown_csv_and_html_as_text(pytester
     assert (pytester.path / "r.html").stat().st_size > 0  # (a '$' in a name once crashed the plots)
     names = {record["name"] for record in json.loads((pytester.path / "r.json").read_text())["benchmarks"].values()}
     assert "=HYPERLINK(1)" in names  # the record keeps the name as given: only outputs neutralise it
+
+
+def test_hostile_names_reach_the_html_plots_and_every_command_as_text(pytester, capsys, monkeypatch):
+    # The plots' labels (SVG text a browser reorders at U+202E, and an ESC that is not XML), the
+    # failure line, `tesserabench show`, `history` and the table across several run files.
+    pytest.importorskip("matplotlib")
+    pytest.importorskip("ruptures")
+    from pytest_tesserabench.cli import main
+
+    pytester.makepyfile(test_hostile=HOSTILE)
+    args = ("--bench-max-time=0.01", "--bench-warmup=0", "--bench-min-rounds=3", "-p", "no:randomly")
+    args += ("--bench-passes=1", "--bench-save-processes=0", "--bench-confirm=0")
+    for run in ("1", "2"):  # (in subprocesses: a second in-process run re-imports half of matplotlib)
+        result = pytester.runpytest_subprocess(
+            "--bench-save=main", f"--bench-json=r{run}.json", f"--bench-html=r{run}.html", *args
+        )
+        result.assert_outcomes(passed=4)
+    html = (pytester.path / "r2.html").read_text()
+    assert "\x1b" not in html and "\u202e" not in html and "\\x1b[31mred\\u202eevil" in html
+    monkeypatch.chdir(pytester.path)
+    capsys.readouterr()
+    for command in (["show", "main"], ["history", "main"], ["compare", "r1.json", "r2.json", "r2.json"]):
+        main(command)
+        said = capsys.readouterr()
+        text = said.out + said.err
+        assert "\x1b" not in text and "\u202e" not in text, (command, text)
+        assert "\\x1b[31mred\\u202eevil" in text, (command, text)

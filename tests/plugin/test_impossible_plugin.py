@@ -57,3 +57,17 @@ def test_a_bad_peaks_file_is_a_usage_error_before_measuring(pytester, tmp_path):
     result = pytester.runpytest("--bench", f"--bench-peaks={bad}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --bench-peaks: {bad}: fp32 is 'fast'; expected a positive number*"])
+
+
+def test_a_failure_line_shows_a_hostile_call_name_as_text(pytester, fast, peaks_file):
+    pytester.makepyfile(
+        test_p="""
+def test_named(bench):
+    bench(lambda: sum(range(2000)), flops=10**12, name="\\x1b]0;title\\x07\\u202eevil")
+"""
+    )
+    result = pytester.runpytest("--bench", f"--bench-peaks={peaks_file}", *fast)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "[\\x1b]0;title\\x07\\u202eevil] IMPOSSIBLE" in out
+    assert "\x1b]0;" not in out and "\u202e" not in out
