@@ -20,6 +20,10 @@ from pytest_tesserabench.record.units import format_ms, format_started
 # Kernels run in Triton's interpreter: CPU time of Python emulating a GPU, no history of the kernel.
 INTERPRETED = "interpreter"
 
+# Steps and creep are looked for in the latest runs only: the segmentation's cost grows with the
+# square of the runs (a baseline of 10,000 runs took minutes), and a step of long ago is history.
+LATEST_RUNS = 200
+
 # A run's shared shift is read from this many benchmarks at least; with fewer, a step of one of
 # them would be half the shift, and no shift is taken out.
 MIN_SHARED = 3
@@ -56,18 +60,27 @@ def shared_shifts(runs: Sequence[RunDocument]) -> list[float]:
     return shifts
 
 
-def series(runs: Sequence[RunDocument], shifts: Sequence[float] | None = None) -> dict[str, list[Point]]:
+def latest(runs: Sequence[RunDocument]) -> tuple[Sequence[RunDocument], int]:
+    """The runs steps are looked for in (the latest LATEST_RUNS), and the number of the first."""
+    kept = runs[-LATEST_RUNS:]
+    return kept, len(runs) - len(kept) + 1
+
+
+def series(
+    runs: Sequence[RunDocument], shifts: Sequence[float] | None = None, first: int = 1
+) -> dict[str, list[Point]]:
     """Benchmark id -> its points, in saved order (runs that did not measure it are skipped),
-    each with its run's shared shift (``shifts``: shared_shifts(runs), computed when not given)."""
+    each with its run's shared shift (``shifts``: shared_shifts(runs), computed when not given);
+    ``first``: the number of the first run."""
     shifts = shared_shifts(runs) if shifts is None else shifts
     out: dict[str, list[Point]] = {}
-    for number, run in enumerate(runs, 1):
+    for number, run in enumerate(runs, first):
         sha = str(run.commit.get("sha") or "-")[:8] + ("+dirty" if run.commit.get("dirty") else "")
         for record_id, record in run.benchmarks.items():
             if record.stats is None or not record.stats.median_ms > 0 or record.timer == INTERPRETED:
                 continue
             ci = tuple(record.stats.ci95_ms) if record.stats.ci95_ms else None
-            point = Point(number, run.started, sha, record.stats.median_ms, ci, shifts[number - 1])
+            point = Point(number, run.started, sha, record.stats.median_ms, ci, shifts[number - first])
             out.setdefault(record_id, []).append(point)
     return out
 
@@ -111,6 +124,10 @@ def render(
     buffer = io.StringIO()
     console = Console(file=buffer, width=width, no_color=True, color_system=None, highlight=False, markup=False)
     console.print(title, soft_wrap=True)
+    total = len(runs)
+    runs, first = latest(runs)
+    if first > 1:
+        console.print(f"  the latest {len(runs)} of {total} runs (steps are looked for in those)")
     shifts = shared_shifts(runs)
     adjusted = any(shifts)
     if adjusted:
@@ -119,13 +136,13 @@ def render(
         found_suite = suite_steps(shifts, alpha=alpha)
         for step in found_suite:
             console.print(
-                f"  the whole run stepped {step.ratio - 1:+.1%} at run {step.index + 1} "
+                f"  the whole run stepped {step.ratio - 1:+.1%} at run {step.index + first} "
                 f"({format_started(runs[step.index].started)}), confidence {step.confidence:.1%}"
             )
         if not found_suite:
             console.print("  the shared shift took no step")
     flagged = 0
-    chosen = {i: p for i, p in series(runs, shifts).items() if pattern is None or pattern.lower() in i.lower()}
+    chosen = {i: p for i, p in series(runs, shifts, first).items() if pattern is None or pattern.lower() in i.lower()}
     if not chosen:
         console.print(f"  no benchmark{f' matching {pattern!r}' if pattern else ''} with a timing in these runs")
     columns = [("#", True), ("started", False), ("commit", False), ("median", True), ("95% interval", True)]
@@ -175,7 +192,7 @@ def creeping(runs: Sequence[RunDocument], ids, threshold: float, *, alpha: float
     slowdown past the threshold counts (the steps cannot be told)."""
     chosen = set(ids)
     out = {}
-    for record_id, points in series(runs).items():
+    for record_id, points in series(latest(runs)[0]).items():
         if record_id not in chosen:
             continue
         try:

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pytest_tesserabench.history import steps as steps_
-from pytest_tesserabench.history.timeline import series, steps_of
+from pytest_tesserabench.history.timeline import latest, series, steps_of
 from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.safe_text import printable
@@ -384,8 +384,8 @@ def group_plots(
     change = change_plot(records, verdicts)
     if change is not None:
         plots.append(change)
-    if history:
-        past = history_plot(records, history, current, verdicts)
+    if history:  # (the latest runs: a plot of thousands reads as nothing, and its steps cost minutes)
+        past = history_plot(records, latest(history)[0], current, verdicts)
         if past is not None:
             plots.append(past)
     return plots

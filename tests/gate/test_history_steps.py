@@ -195,3 +195,20 @@ def test_what_moved_every_benchmark_is_said_once_and_taken_out_of_each(tmp_path,
     for steady in ("t::a", "t::b", "t::c"):
         block = out[out.index(f"\n{steady}\n") :]
         assert block[: block.index("\n\n", 2) if "\n\n" in block[2:] else None].count("step +") == 0
+
+
+def test_a_long_history_is_searched_for_steps_in_its_latest_runs(tmp_path, capsys, monkeypatch):
+    from pytest_tesserabench.history import timeline
+
+    monkeypatch.setattr(timeline, "LATEST_RUNS", 8)  # (the default, 200, would make the test slow)
+    rng = np.random.default_rng(1)
+    runs = [_run(rng, 1.25 if i >= 9 else 1.0) for i in range(12)]
+    from pytest_tesserabench.history.baseline import save_runs
+
+    save_runs(tmp_path, "main", "cpu-test", runs, history=100)
+    assert main(["history", "main", "--dir", str(tmp_path), "--width", "120"]) == 1
+    out = capsys.readouterr().out
+    assert "the latest 8 of 12 runs" in out
+    stepped = out[out.index("t::stepped") :]
+    assert "first in run 10" in stepped  # numbered as saved, not from the first run shown
+    assert re.search(r"^\s+5\s", stepped, re.M) and not re.search(r"^\s+4\s", stepped, re.M)
