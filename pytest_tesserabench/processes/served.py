@@ -38,6 +38,7 @@ THREAD_POOLS = threads.POOLS
 START_TIMEOUT_S = 600  # collection of the side's tests (imports, conftest)
 TEST_TIMEOUT_S = 1800  # a test's set-up and first calls (compilation) in a served process
 BLOCK_TIMEOUT_S = 600
+QUIT_GRACE_S = 30  # for processes asked to quit to end their sessions, all together; then killed
 
 
 @dataclass
@@ -210,15 +211,20 @@ class ServedProcess:
             self.connection = None
             self._asked_to_quit = True
 
-    def close(self) -> None:
+    def close(self, deadline: float | None = None) -> None:
+        """Ends the process: asked to quit, waited for until ``deadline`` (time.monotonic(); by
+        default QUIT_GRACE_S from now), then killed."""
         self.ask_to_quit()
         connected = self._asked_to_quit
         if self._listener is not None:
             self._listener.close()
             self._listener = None
+        if deadline is None:
+            deadline = time.monotonic() + QUIT_GRACE_S
         if self.process is not None and self.process.poll() is None:
             try:
-                self.process.wait(timeout=30 if connected else 0)  # unconnected: nothing tells it to quit
+                # unconnected: nothing tells it to quit
+                self.process.wait(timeout=max(deadline - time.monotonic(), 0.0) if connected else 0)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
@@ -332,8 +338,11 @@ def _sweep_once() -> None:
 
 
 def close_all(processes) -> None:
-    """Every process asked to quit first, then each waited for: they end side by side."""
+    """Every process asked to quit first, then each waited for until one shared deadline: they
+    end side by side, and processes stuck in a test (a lead stopped by SIGTERM mid-test) cost
+    QUIT_GRACE_S in all, not each."""
     for process in processes:
         process.ask_to_quit()
+    deadline = time.monotonic() + QUIT_GRACE_S
     for process in processes:
-        process.close()
+        process.close(deadline)

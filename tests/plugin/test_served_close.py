@@ -1,0 +1,47 @@
+"""Ending served and fresh processes (processes/served.py close_all): those stuck in a test, as
+when SIGTERM stops the lead mid-test, cost one grace period in all, not one each."""
+
+import subprocess
+
+import pytest
+
+from pytest_tesserabench.processes import served
+
+
+class Stuck:
+    """A process that never ends on its own; waiting on it advances the fake clock."""
+
+    def __init__(self, clock):
+        self.clock = clock
+        self.killed = False
+
+    def poll(self):
+        return 0 if self.killed else None
+
+    def wait(self, timeout=None):
+        if self.killed:
+            return 0
+        self.clock[0] += timeout
+        raise subprocess.TimeoutExpired("pytest", timeout)
+
+    def kill(self):
+        self.killed = True
+
+
+def test_stuck_processes_are_killed_after_one_shared_grace(monkeypatch, tmp_path):
+    clock = [0.0]
+    monkeypatch.setattr(served.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(served, "_sweep_once", lambda: None)
+    folders = iter(tmp_path / f"process{i}" for i in range(10))
+    monkeypatch.setattr(served.leftovers, "make_folder", lambda: next(folders))
+    processes = []
+    for _ in range(4):
+        process = served.ServedProcess(
+            tmp_path, where="a side", cwd=tmp_path, test_files=[], pytest_args=[], cache_dir=None
+        )
+        process.process = Stuck(clock)
+        process._asked_to_quit = True  # (connected, and told to quit: it is inside a test)
+        processes.append(process)
+    served.close_all(processes)
+    assert all(p.process.killed for p in processes)
+    assert clock[0] == pytest.approx(served.QUIT_GRACE_S)  # not four times it
