@@ -55,10 +55,13 @@ class ABHooks:
         # on both sides and the reference's records join ours before the session judges them.
         if "bench" not in item.fixturenames:
             return (yield)
+        problem = None
         try:
             self.lead.begin_test(item.nodeid)
         except ProcessError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            problem = str(exc)
+        if problem is not None:  # (raised outside the except: the message once, not chained to itself)
+            pytest.fail(problem, pytrace=False)
         try:
             result = yield
         except (KeyboardInterrupt, SystemExit):
