@@ -153,7 +153,10 @@ class BenchSession:
     def write_json(self) -> None:
         from pytest_tesserabench.record import files
 
-        files.write_atomic(self.settings.json_path, self.document().to_text(samples=True))
+        text = self.document().to_text(samples=True)
+        if files.open_descriptor(self.settings.json_path) in (1, 2):
+            text = "\n" + text  # on a line of its own: pytest's progress line is not ended yet
+        files.write_atomic(self.settings.json_path, text)
 
     def save_baseline(self) -> tuple[Path, int, list]:
         """Append the passed tests' records to the --bench-save baseline; (path, records saved,

@@ -2,6 +2,7 @@
 lost (other tests' results, the baseline), nothing hangs."""
 
 import json
+import re
 
 import pytest
 
@@ -138,6 +139,7 @@ def test_bench_json_to_stdout_writes_through(pytester, fast, path):
     out = result.stdout.str()
     assert '"test_x.py::test_one": {' in out
     assert out.index("test session starts") < out.index('"schema": 1') < out.index("1 passed")
+    assert re.search(r"^\{$", out, re.M)  # the JSON begins on a line of its own, not after the progress
 
 
 @pytest.mark.parametrize(
