@@ -181,8 +181,7 @@ def write_atomic(path: Path, content: str | bytes) -> None:
     data = content.encode("utf-8") if isinstance(content, str) else content
     descriptor = open_descriptor(path)
     if descriptor is not None:
-        # on stdout or stderr, on a line of its own: pytest's progress line is not ended yet
-        _write_descriptor(path, descriptor, b"\n" + data if descriptor in (1, 2) else data)
+        _write_descriptor(path, descriptor, data)
         return
     if path.is_symlink():
         target = Path(os.path.realpath(path))
