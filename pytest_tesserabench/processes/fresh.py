@@ -43,7 +43,7 @@ from pytest_tesserabench.processes.served import (
     close_all,
     measurement_args,
 )
-from pytest_tesserabench.record.results import BenchRecord, Sampling, Stats
+from pytest_tesserabench.record.results import BenchRecord, FreshProcess, Sampling, Stats
 
 MIN_BLOCK_ROUNDS = 3  # a block's median needs a few rounds to be a centre at all
 
@@ -214,7 +214,7 @@ def _fresh_record(record: BenchRecord, blocks) -> BenchRecord:
     )
 
 
-def as_json(fresh: BenchRecord) -> dict:
+def as_kept(fresh: BenchRecord) -> FreshProcess:
     """A fresh process's measurement as the run file keeps it (BenchRecord.confirm)."""
     passes = fresh.sampling.pass_rounds if fresh.sampling is not None else ()
-    return {"rounds_ms": list(fresh.rounds_ms), "pass_rounds": list(passes), "canary_ms": fresh.canary_ms}
+    return FreshProcess(tuple(fresh.rounds_ms), tuple(passes), fresh.canary_ms)

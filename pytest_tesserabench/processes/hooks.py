@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import pytest
 
 from pytest_tesserabench.gate.pipeline import Processes
-from pytest_tesserabench.processes.fresh import ProcessPool, as_json
+from pytest_tesserabench.processes.fresh import ProcessPool, as_kept
 
 
 @dataclass(frozen=True)
@@ -148,7 +148,7 @@ class FreshProcessHooks:
             sampling = current.sampling
             if sampling is not None:
                 sampling = replace(sampling, confirm_s=processes.seconds / len(records))
-            confirm = [as_json(p[record.id]) for p in processes.measured if record.id in p] or None
+            confirm = tuple(as_kept(p[record.id]) for p in processes.measured if record.id in p) or None
             ours[record.name] = replace(current, confirm=confirm, sampling=sampling)
 
 

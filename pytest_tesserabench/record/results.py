@@ -633,6 +633,32 @@ UNGATED_TIMERS = ("interpreter", IMPORTED_TIMER)  # timers whose timings are sho
 
 
 @dataclass(frozen=True)
+class FreshProcess:
+    """What one fresh process measured of a record (processes/fresh.py), as the run file keeps it:
+    its rounds, in blocks of ``pass_rounds`` (read as the session's passes are), and the canary
+    right before it."""
+
+    rounds_ms: tuple[float, ...] = ()
+    pass_rounds: tuple[int, ...] = ()
+    canary_ms: float | None = None
+    other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, kept as they are
+
+    def to_json(self) -> dict:
+        data = {"rounds_ms": list(self.rounds_ms), "pass_rounds": list(self.pass_rounds), "canary_ms": self.canary_ms}
+        return {**data, **self.other}
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> FreshProcess:
+        data = _object(data, where)
+        return cls(
+            rounds_ms=tuple(_times(data.get("rounds_ms", []), f"{where}.rounds_ms")),
+            pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
+            canary_ms=_number(data.get("canary_ms"), f"{where}.canary_ms", low=0.0, high=MAX_TIME_MS),
+            other=_extra_keys(data, ("rounds_ms", "pass_rounds", "canary_ms"), where),
+        )
+
+
+@dataclass(frozen=True)
 class BenchRecord:
     """One measured call: the unit of every table, file and verdict."""
 
@@ -659,10 +685,10 @@ class BenchRecord:
     ncu: dict | None = None
     ab: ABResult | None = None  # --bench-ab: the reference side and the pairs
     canary_ms: float | None = None  # the canary right before this measurement (compared runs)
-    # The fresh processes that measured it too, each {"rounds_ms", "pass_rounds", "canary_ms"}
-    # (processes/fresh.py): --bench-confirm's, so a file judged again offline is judged on all of them;
-    # --bench-save-processes', so a baseline knows how processes differ
-    confirm: list[dict] | None = None
+    # The fresh processes that measured it too (processes/fresh.py): --bench-confirm's, so a file
+    # judged again offline is judged on all of them; --bench-save-processes', so a baseline knows
+    # how processes differ
+    confirm: tuple[FreshProcess, ...] | None = None
     distributed: dict | None = None  # ranks that measured it; a collective's algbw/busbw (fixture.py)
     extra_info: dict[str, Any] = field(default_factory=dict)
     verdict: Verdict | None = None
@@ -736,9 +762,11 @@ class BenchRecord:
             "outcome": self.outcome,
             "verdict": self.verdict.to_json() if self.verdict else None,
         }
-        for key in ("trace", "ncu", "distributed", "canary_ms", "confirm"):
+        for key in ("trace", "ncu", "distributed", "canary_ms"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
+        if self.confirm is not None:
+            data["confirm"] = [process.to_json() for process in self.confirm]
         if self.ab is not None:
             data["ab"] = self.ab.to_json()
         if samples:
@@ -819,17 +847,10 @@ def _distributed(data: Any, where: str) -> dict | None:
     return data
 
 
-def _confirm(data: Any, where: str) -> list[dict] | None:
+def _confirm(data: Any, where: str) -> tuple[FreshProcess, ...] | None:
     if data is None:
         return None
-    processes = _list(data, where)
-    for i, process in enumerate(processes):
-        here = f"{where}[{i}]"
-        _object(process, here)
-        _times(process.get("rounds_ms", []), f"{here}.rounds_ms")
-        _pass_rounds(process.get("pass_rounds", []), f"{here}.pass_rounds")
-        _number(process.get("canary_ms"), f"{here}.canary_ms", low=0.0, high=MAX_TIME_MS)
-    return _plain_json(processes, where)
+    return tuple(FreshProcess.from_json(process, f"{where}[{i}]") for i, process in enumerate(_list(data, where)))
 
 
 def _roofline(data: Any, where: str) -> dict | None:
@@ -922,8 +943,8 @@ class RunDocument:
 def fresh_records(record: BenchRecord) -> list[BenchRecord]:
     """The fresh processes a run file kept for ``record`` (BenchRecord.confirm), as records."""
     rebuilt = []
-    for process in record.confirm or []:
-        rounds, passes = list(process.get("rounds_ms", [])), tuple(process.get("pass_rounds", []))
+    for process in record.confirm or ():
+        rounds, passes = list(process.rounds_ms), process.pass_rounds
         sampling = replace(record.sampling or Sampling(), passes=max(len(passes), 1), pass_rounds=passes)
         rebuilt.append(
             replace(
@@ -932,7 +953,7 @@ def fresh_records(record: BenchRecord) -> list[BenchRecord]:
                 samples_ms=[],
                 stats=Stats.of(rounds) if rounds else None,
                 sampling=sampling,
-                canary_ms=process.get("canary_ms"),
+                canary_ms=process.canary_ms,
                 confirm=None,
                 verdict=None,
             )

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pytest_tesserabench.record.results import BenchRecord, RunDocument, Sampling, Stats
+from pytest_tesserabench.record.results import BenchRecord, FreshProcess, RunDocument, Sampling, Stats
 
 PASSES = 4
 ROUNDS_PER_PASS = 6
@@ -113,7 +113,7 @@ def _rounds(rng, level: float, sd: float, machine: Machine, stretches: bool, rou
     return np.concatenate(out)
 
 
-def _record(bench_id: str, rounds_ms: np.ndarray, canary_ms: float | None, fresh: list[dict] | None) -> BenchRecord:
+def _record(bench_id: str, rounds_ms: np.ndarray, canary_ms: float | None, fresh: list | None) -> BenchRecord:
     nodeid = bench_id
     rounds = [float(r) for r in rounds_ms]
     return BenchRecord(
@@ -125,7 +125,7 @@ def _record(bench_id: str, rounds_ms: np.ndarray, canary_ms: float | None, fresh
         stats=Stats.of(rounds),
         sampling=Sampling(passes=PASSES, pass_rounds=(ROUNDS_PER_PASS,) * PASSES),
         canary_ms=canary_ms,
-        confirm=fresh,
+        confirm=tuple(fresh) if fresh else None,
     )
 
 
@@ -160,13 +160,11 @@ def make_run(
     records = {}
     for b, bench_id in enumerate(suite.ids):
         kept = [
-            {
-                "rounds_ms": [
-                    float(r) for r in _rounds(rng, process[b], suite.round_sd[b], machine, False, FRESH_ROUNDS)
-                ],
-                "pass_rounds": [FRESH_ROUNDS] * PASSES,
-                "canary_ms": canary,
-            }
+            FreshProcess(
+                tuple(float(r) for r in _rounds(rng, process[b], suite.round_sd[b], machine, False, FRESH_ROUNDS)),
+                (FRESH_ROUNDS,) * PASSES,
+                canary,
+            )
             for process in processes
         ]
         rounds = _rounds(rng, session[b], suite.round_sd[b], machine, True)

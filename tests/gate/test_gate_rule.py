@@ -10,7 +10,7 @@ from pytest_tesserabench.gate import GateConfig
 from pytest_tesserabench.gate.kernels import compare_kernels
 from pytest_tesserabench.gate.pipeline import LEFT_OUT_NOTE, History, judge_run
 from pytest_tesserabench.gate.rule import NoiseComponents, decide
-from pytest_tesserabench.record.results import RunDocument, Verdict
+from pytest_tesserabench.record.results import FreshProcess, RunDocument, Verdict
 from pytest_tesserabench.record.units import format_ms
 
 IDS = ("t.py::test_a", "t.py::test_b", "t.py::test_c", "t.py::test_d")
@@ -28,8 +28,8 @@ def compare_runs(candidate, baseline, config=None, *, processes=()):
     for process in docs(processes):
         for bench_id, record in run.benchmarks.items():
             again = process.benchmarks[bench_id]
-            kept = {"rounds_ms": again.rounds_ms, "pass_rounds": [], "canary_ms": None}
-            run.benchmarks[bench_id] = replace(record, confirm=[*(record.confirm or []), kept])
+            kept = FreshProcess(tuple(again.rounds_ms))
+            run.benchmarks[bench_id] = replace(record, confirm=(*(record.confirm or ()), kept))
     return judge_run(run, docs(baseline), config)
 
 

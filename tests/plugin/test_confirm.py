@@ -344,16 +344,18 @@ def test_which_verdicts_are_measured_again():
 
 def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
     from pytest_tesserabench.gate.centres import log_centre
-    from pytest_tesserabench.record.results import RunDocument, fresh_runs, with_processes
+    from pytest_tesserabench.record.results import FreshProcess, RunDocument, fresh_runs, with_processes
 
     here = _record([3, 3], 6)
     fresh = confirm._fresh_record(here, [_block([2.0, 2.1, 2.2]), _block([1.0, 1.1, 1.2])])
     fresh = __import__("dataclasses").replace(fresh, canary_ms=1.9)
-    here = __import__("dataclasses").replace(here, confirm=[confirm.as_json(fresh)])
-    run = RunDocument.from_json(RunDocument(benchmarks={here.id: here}).to_json())  # (through the file)
-    assert run.benchmarks[here.id].confirm == [
+    here = __import__("dataclasses").replace(here, confirm=(confirm.as_kept(fresh),))
+    data = RunDocument(benchmarks={here.id: here}).to_json()
+    assert data["benchmarks"][here.id]["confirm"] == [
         {"rounds_ms": [2.0, 2.1, 2.2, 1.0, 1.1, 1.2], "pass_rounds": [3, 3], "canary_ms": 1.9}
     ]
+    run = RunDocument.from_json(data)  # (through the file)
+    assert run.benchmarks[here.id].confirm == (FreshProcess((2.0, 2.1, 2.2, 1.0, 1.1, 1.2), (3, 3), 1.9),)
     (again,) = fresh_runs(run)
     rebuilt = again.benchmarks[here.id]
     assert (rebuilt.rounds_ms, rebuilt.sampling.pass_rounds, rebuilt.canary_ms) == (fresh.rounds_ms, (3, 3), 1.9)
