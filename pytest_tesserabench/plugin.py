@@ -19,8 +19,17 @@ from pathlib import Path
 import pytest
 
 from pytest_tesserabench import markers, options
+from pytest_tesserabench.distributed import launch
+from pytest_tesserabench.history.baseline import BaselineError
+from pytest_tesserabench.machine import device as machine
+from pytest_tesserabench.machine import interpret, worker_gpus
+from pytest_tesserabench.measure import passes
+from pytest_tesserabench.measure.precision import Precision
+from pytest_tesserabench.measure.sampling import LocalMeasurer
 from pytest_tesserabench.record.held_lock import LockWaitTimeout
+from pytest_tesserabench.record.results import BenchRecord
 from pytest_tesserabench.report.safe_text import printable  # (unicodedata only)
+from pytest_tesserabench.session import BenchSession
 
 SESSION_KEY = pytest.StashKey["BenchSession"]()
 BENCH_KEY = pytest.StashKey["Bench"]()
@@ -50,8 +59,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser, args: list[str]) -> None:
     # The first hook a plugin gets, before any conftest or test module imports a kernel:
     # @triton.jit reads TRITON_INTERPRET when a kernel is decorated.
-    from pytest_tesserabench.machine import interpret
-
     mode = getattr(early_config.known_args_namespace, "bench_interpret", None) or _ini(early_config, "bench_interpret")
     if mode not in options.INTERPRET_MODES:
         mode = "auto"  # a bad value becomes a usage error in pytest_configure
@@ -79,8 +86,6 @@ def pytest_configure(config: pytest.Config) -> None:
         from pytest_tesserabench.machine import threads
 
         threads.apply_environment(settings.threads)
-    from pytest_tesserabench.session import BenchSession
-
     if getattr(config, "cache", None) is not None:
         cache_dir = Path(config.cache.mkdir("tesserabench"))
     else:  # -p no:cacheprovider: the analysis cache and A/B worktrees still need a home
@@ -95,8 +100,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SESSION_KEY] = state
     state.instruments.say = _terminal_line(config)
     _choose_measurer(config, state, cache_dir)
-    from pytest_tesserabench.distributed import launch
-
     if launch.LAUNCH_VARIABLES[0] in os.environ:  # a torchrun rank: only then import the distributed hooks
         from pytest_tesserabench.distributed import hooks as distributed_hooks
 
@@ -124,8 +127,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     # Module level: runs even when pytest_configure stopped on a usage error.
     switch = config.stash.get(INTERPRET_KEY, None)
     if switch is not None:
-        from pytest_tesserabench.machine import interpret
-
         interpret.restore(switch)
         del config.stash[INTERPRET_KEY]
 
@@ -169,7 +170,6 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
         config.pluginmanager.register(state.measurer, ServeLoop.NAME)
     elif settings.ab:
         from pytest_tesserabench.ab.lead import ABLead
-        from pytest_tesserabench.distributed import launch
 
         if launch.LAUNCH_VARIABLES[0] in os.environ:
             raise pytest.UsageError(
@@ -191,17 +191,11 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
         # (registered before the session's hooks: its test wrapper runs inside theirs)
         config.pluginmanager.register(ABHooks(state, BENCH_KEY), ABHooks.NAME)
         if settings.passes is not None and settings.passes > 1:
-            from pytest_tesserabench.measure import passes
-
             state.passes_not_possible = passes.not_possible(xdist=False, ab=True, distributed=False)
     else:
-        from pytest_tesserabench.measure import passes
-        from pytest_tesserabench.measure.sampling import LocalMeasurer
-
         state.measurer = LocalMeasurer()
         wanted = passes.planned(settings.passes, history=bool(settings.save or settings.compare))
         if settings.enabled and wanted > 1:
-            from pytest_tesserabench.distributed import launch
             from pytest_tesserabench.machine import profiling
 
             state.passes_not_possible = passes.not_possible(
@@ -223,8 +217,6 @@ def _one_pass_when_no_timing_is_compared(state) -> None:
         return
     if comparison.same_machine:
         return
-    from pytest_tesserabench.measure.sampling import LocalMeasurer
-
     state.passes, state.measurer = None, LocalMeasurer()
     state.passes_not_possible = "the baseline is another machine's, so no timing is compared (kernel figures only)"
 
@@ -238,8 +230,6 @@ def _is_worker(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_setupnodes(config: pytest.Config, specs: list) -> None:
-    from pytest_tesserabench.machine import worker_gpus
-
     state = config.stash.get(SESSION_KEY, None)
     mode = state.settings.gpu_per_worker if state is not None else "auto"
     config.stash[WORKER_GPUS_KEY] = worker_gpus.assign(specs, os.environ, mode)
@@ -309,13 +299,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     problem = item.config.stash.get(MARKER_PROBLEMS, {}).get(item.nodeid.split("[")[0])
     if problem:
         pytest.fail(problem, pytrace=False)
-    from pytest_tesserabench.measure.precision import Precision
-
     callspec = getattr(item, "callspec", None)
     policy = callspec.params.get("precision") if callspec is not None else None
     if isinstance(policy, Precision) and policy.min_capability > (0, 0):
-        from pytest_tesserabench.machine import device as machine
-
         reason = policy.unsupported_reason(machine.cuda_capability())
         if reason:
             pytest.skip(reason)
@@ -398,8 +384,6 @@ class SessionHooks:
         warnings_: list[str] = []
         if not settings.enabled:
             return warnings_
-        from pytest_tesserabench.history.baseline import BaselineError
-        from pytest_tesserabench.machine import device as machine
         from pytest_tesserabench.machine.roofline import RooflineError
 
         if settings.timer in ("cuda_event", "cuda_graph") and machine.cuda_capability() is None:
@@ -540,8 +524,6 @@ class SessionHooks:
         if report.when != "call":
             return
         self.state.ran.add(report.nodeid)
-        from pytest_tesserabench.record.results import BenchRecord
-
         records = []
         for data in getattr(report, REPORT_ATTR, None) or ():
             record = BenchRecord.from_json(_record_id(data), data)

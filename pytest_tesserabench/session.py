@@ -16,9 +16,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_tesserabench.context import RunContext
+from pytest_tesserabench.history import baseline
 from pytest_tesserabench.history.comparison import BaselineComparison
 from pytest_tesserabench.measure.instruments import Instruments
 from pytest_tesserabench.options import Settings
+from pytest_tesserabench.record import files
 from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
 
 
@@ -56,8 +58,6 @@ class BenchSession:
         Raises BaselineError for a bad file or name (named in the message); returns a warning when
         there is nothing to compare with on this machine.
         """
-        from pytest_tesserabench.history import baseline
-
         settings, key = self.settings, self.context.machine_key
         if settings.save:
             # A corrupt or foreign file must stop the run now, not after minutes of measuring.
@@ -151,8 +151,6 @@ class BenchSession:
 
     # -- files -------------------------------------------------------------------------------------
     def write_json(self) -> None:
-        from pytest_tesserabench.record import files
-
         text = self.document().to_text(samples=True)
         if files.open_descriptor(self.settings.json_path) in (1, 2):
             text = "\n" + text  # on a line of its own: pytest's progress line is not ended yet
@@ -161,8 +159,6 @@ class BenchSession:
     def save_baseline(self) -> tuple[Path, int, list]:
         """Append the passed tests' records to the --bench-save baseline; (path, records saved,
         the saved benchmarks far from what measured them elsewhere: baseline.Outlying)."""
-        from pytest_tesserabench.history import baseline
-
         key = self.context.machine_key
         path = baseline.baseline_path(self.settings.bench_dir, self.settings.save, key)
         passed = {i: r for i, r in self.records.items() if r.outcome == "passed"}
@@ -196,8 +192,6 @@ class BenchSession:
         """Whether the --bench-save baseline still lacks process draws of ``bench_id``
         (baseline.SAVE_DRAWS): then the save measures it in fresh processes too. A baseline that
         cannot be read counts as empty (the save itself says what is wrong with it)."""
-        from pytest_tesserabench.history import baseline
-
         if self._save_draws is None:
             path = baseline.baseline_path(self.settings.bench_dir, self.settings.save, self.context.machine_key)
             try:
@@ -214,7 +208,6 @@ class BenchSession:
         benchmarks)."""
         from pytest_tesserabench.gate import GateConfig
         from pytest_tesserabench.gate.pipeline import History
-        from pytest_tesserabench.history import baseline
 
         saved = baseline.load_baseline(path, machine_key=self.context.machine_key)
         if saved is None or not saved.runs:
