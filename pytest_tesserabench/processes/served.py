@@ -6,6 +6,7 @@ plain dicts over an authenticated Unix socket (``multiprocessing.connection``)."
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import secrets
@@ -38,7 +39,8 @@ THREAD_POOLS = threads.POOLS
 START_TIMEOUT_S = 600  # collection of the side's tests (imports, conftest)
 TEST_TIMEOUT_S = 1800  # a test's set-up and first calls (compilation) in a served process
 BLOCK_TIMEOUT_S = 600
-QUIT_GRACE_S = 30  # for processes asked to quit to end their sessions, all together; then killed
+QUIT_PATIENCE_S = 2  # for processes asked to quit to end their sessions (between tests they do at once)
+QUIT_GRACE_S = 30  # then SIGTERM to those still in a test, and this long from the start before SIGKILL
 
 
 @dataclass
@@ -211,6 +213,18 @@ class ServedProcess:
             self.connection = None
             self._asked_to_quit = True
 
+    def wait_until(self, deadline: float) -> None:
+        """Waits for the process to end, until ``deadline`` (time.monotonic()) at most."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=max(deadline - time.monotonic(), 0.0))
+
+    def terminate(self) -> None:
+        """SIGTERM, if it still runs (its folder is this process's to remove, in ``close``)."""
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(OSError):
+                self.process.terminate()
+
     def close(self, deadline: float | None = None) -> None:
         """Ends the process: asked to quit, waited for until ``deadline`` (time.monotonic(); by
         default QUIT_GRACE_S from now), then killed."""
@@ -338,11 +352,16 @@ def _sweep_once() -> None:
 
 
 def close_all(processes) -> None:
-    """Every process asked to quit first, then each waited for until one shared deadline: they
-    end side by side, and processes stuck in a test (a lead stopped by SIGTERM mid-test) cost
-    QUIT_GRACE_S in all, not each."""
+    """Every process asked to quit first; one still running QUIT_PATIENCE_S later is inside a test
+    it will not leave (a lead stopped by SIGTERM mid-test: CI kills the lead moments later), so it
+    gets SIGTERM; then each is waited for until one shared deadline, and killed. They end side by
+    side: stuck processes cost seconds in all, not a grace each."""
     for process in processes:
         process.ask_to_quit()
-    deadline = time.monotonic() + QUIT_GRACE_S
+    start = time.monotonic()
     for process in processes:
-        process.close(deadline)
+        process.wait_until(start + QUIT_PATIENCE_S)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.close(start + QUIT_GRACE_S)

@@ -1,5 +1,6 @@
 """Ending served and fresh processes (processes/served.py close_all): those stuck in a test, as
-when SIGTERM stops the lead mid-test, cost one grace period in all, not one each."""
+when SIGTERM stops the lead mid-test, are sent SIGTERM after a moment, and killed after one grace
+period in all, not one each."""
 
 import subprocess
 
@@ -9,11 +10,18 @@ from pytest_tesserabench.processes import served
 
 
 class Stuck:
-    """A process that never ends on its own; waiting on it advances the fake clock."""
+    """A process that never ends on its own (nor on SIGTERM, with ``deaf``); waiting on it
+    advances the fake clock."""
 
-    def __init__(self, clock):
+    def __init__(self, clock, deaf=True):
         self.clock = clock
+        self.deaf = deaf
         self.killed = False
+        self.terminated = False
+
+    def terminate(self):
+        self.terminated = True
+        self.killed = self.killed or not self.deaf
 
     def poll(self):
         return 0 if self.killed else None
@@ -28,7 +36,8 @@ class Stuck:
         self.killed = True
 
 
-def test_stuck_processes_are_killed_after_one_shared_grace(monkeypatch, tmp_path):
+@pytest.mark.parametrize("deaf", [True, False])
+def test_stuck_processes_are_killed_after_one_shared_grace(monkeypatch, tmp_path, deaf):
     clock = [0.0]
     monkeypatch.setattr(served.time, "monotonic", lambda: clock[0])
     monkeypatch.setattr(served, "_sweep_once", lambda: None)
@@ -39,9 +48,10 @@ def test_stuck_processes_are_killed_after_one_shared_grace(monkeypatch, tmp_path
         process = served.ServedProcess(
             tmp_path, where="a side", cwd=tmp_path, test_files=[], pytest_args=[], cache_dir=None
         )
-        process.process = Stuck(clock)
+        process.process = Stuck(clock, deaf)
         process._asked_to_quit = True  # (connected, and told to quit: it is inside a test)
         processes.append(process)
     served.close_all(processes)
-    assert all(p.process.killed for p in processes)
-    assert clock[0] == pytest.approx(served.QUIT_GRACE_S)  # not four times it
+    assert all(p.process.killed and p.process.terminated for p in processes)
+    # SIGTERM after a moment ends those that heed it; the rest are killed at one shared deadline
+    assert clock[0] == pytest.approx(served.QUIT_GRACE_S if deaf else served.QUIT_PATIENCE_S)
