@@ -1481,12 +1481,12 @@ def class_6() -> None:
             )
         command, log, start = redirected
         line_start = start >= 0 and (start == 0 or log[start - 1] == "\n")
-        after = start >= 0 and log.rfind("passed in") < start
+        after = start >= 0 and log.find("[100%]") < start
         report(
             6,
             "json_stdout_own_lines",
             line_start and after,
-            "... and the JSON starts on a line of its own after pytest's output (usage.md: 'after pytest's output'; file messages are 'never the end of pytest's progress line')",
+            "... and the JSON starts on a line of its own after the tests' progress (usage.md: 'after the tests' progress and before pytest's summary'; file messages are 'never the end of pytest's progress line')",
             [
                 f"$ {command}",
                 "where the JSON starts: " + ascii(log[max(0, start - 90) : start + 20]),
