@@ -1,10 +1,12 @@
 """The pytest hooks, and nothing else: options, markers, parametrization, the fixture, reports.
 
 Module-level hooks are the stateless ones (options, markers, the fixture); the hooks that need
-the session's state are methods of ``SessionHooks``, registered per session as pytest-xdist and
-the cacheprovider do. All state lives in the ``BenchSession`` on ``config.stash``; hook bodies
-only move records and call it. Importing this module stays cheap (no numpy, scipy, torch or
-triton): ``pytest`` without ``--bench`` must cost next to nothing.
+the session's state are methods of plugin objects registered per session as pytest-xdist and the
+cacheprovider do: ``SessionHooks`` always, and each mode's own only when it is on (passes,
+fresh processes, A/B, torchrun: docs/architecture.md). All state lives in the ``BenchSession``
+on ``config.stash``; hook bodies only move records and call it. Importing this module stays
+cheap (no numpy, scipy, torch or triton): ``pytest`` without ``--bench`` must cost next to
+nothing.
 """
 
 from __future__ import annotations
