@@ -320,6 +320,13 @@ MUTATIONS = (
         ("tests/plugin/test_passes.py",),
     ),
     Mutation(
+        "a later run drifts on its own by the suite's typical drift",
+        "pytest_tesserabench/gate/rule.py",
+        "        + config.later_run_drift * prior_var  # the candidate's own later drift (GateConfig)\n",
+        "",
+        ("tests/gate/test_gate_simulation.py",),
+    ),
+    Mutation(
         "passes: the reported pass pools the earlier rounds",
         "pytest_tesserabench/measure/passes.py",
         "        rounds_ms=rounds,",

@@ -28,6 +28,11 @@ class GateConfig:
     # The least run-to-run drift assumed (relative sd): back-to-back saves in one job understate
     # the drift between days, and a benchmark that read alike three times is not noise-free.
     between_run_floor: float = 0.005
+    # A later run (the candidate) drifts on its own by this many times the suite's typical drift
+    # between saves, which back-to-back saves cannot show: without it, runs that slow nothing
+    # read 1.6-2.0% false alarms per benchmark in the simulation; it scales with the machine, so
+    # a steady GPU pays little for it.
+    later_run_drift: float = 1.0
     # The weight, in runs, of the suite-wide prior on a benchmark's drift (the median drift of the
     # other benchmarks): three saves give a variance 2 degrees of freedom, too few to trust alone.
     prior_runs: int = 4
@@ -77,6 +82,8 @@ class GateConfig:
             bad("power", self.power, "between 0.5 and 1 (e.g. 0.9)")
         if not 0.0 < self.between_run_floor < 1.0:
             bad("between_run_floor", self.between_run_floor, "a relative sd in (0, 1)")
+        if not 0.0 <= self.later_run_drift <= 100.0:
+            bad("later_run_drift", self.later_run_drift, "a multiple of the suite's drift >= 0 (e.g. 1)")
         if self.prior_runs < 0:
             bad("prior_runs", self.prior_runs, ">= 0")
         if not 0.0 < self.crowded_cpus < 64.0:

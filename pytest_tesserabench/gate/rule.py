@@ -12,7 +12,9 @@ process, and the fresh ones that measured it again, each less this run's shift):
   runs whose value is the median drift of the suite's other benchmarks, never below
   ``between_run_floor`` squared;
 * ``Var(D) = f(c)/c (s^2 + within of a candidate centre) + f(n)/n (s^2 + within of a baseline
-  centre) + the shift's variance``, Student's t on ``prior_runs + n - 1`` degrees of freedom.
+  centre) + later_run_drift x the suite's typical drift + the shift's variance``, Student's t on
+  ``prior_runs + n - 1`` degrees of freedom. (A later run drifts on its own in ways back-to-back
+  saves cannot show: the candidate is given the suite's typical drift once more.)
 
 Verdicts, at ``alpha / m`` and the user's threshold theta (never raised for a noisy benchmark):
 
@@ -198,6 +200,7 @@ def decide(
     var = (
         each_c * nc.within_cand
         + ((1 - rho) + rho * each_c) * between
+        + config.later_run_drift * prior_var  # the candidate's own later drift (GateConfig)
         + each_b * nc.within_base
         + ((1 - rho) * each_run + rho * each_b) * between
         + shift_var

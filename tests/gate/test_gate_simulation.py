@@ -56,11 +56,6 @@ def test_under_a_shared_slowdown_taken_unalike_nothing_is_decided_wrongly():
     assert slowed.get("UNCHANGED", 0) <= 0.05 * slowed["n"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known and open (docs/gate.md, 'A run that slows nothing'): a later run's own drift of each "
-    "benchmark is not in back-to-back saves, and nothing offsets it when no benchmark is slower",
-)
 def test_false_alarms_are_at_most_one_percent_per_benchmark_in_runs_that_slow_nothing():
     # The common case of a pull request. Above, each slowed benchmark also pulls the others'
     # median (this run's shift) its way, which reads the unchanged ones a little faster.
