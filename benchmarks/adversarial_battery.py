@@ -393,6 +393,20 @@ def test_fine(bench):
 """
 
 
+def _hang_late_project(name: str, call: str) -> Project:
+    """A project whose test_hang's call ``call`` hangs after five calls (inside the measurement
+    lock), and another project (other/) with one quick benchmark."""
+    p = Project(name)
+    p.write(
+        "test_hang.py",
+        "import time\n\ncalls = [0]\ndef f():\n    calls[0] += 1\n    if calls[0] > 5:\n        time.sleep(100000)\n"
+        f"    time.sleep(0.0005)\n\ndef test_hang(bench):\n    bench(f, name='{call}')\n",
+    )
+    p.write("other/test_other.py", "import time\n\ndef test_other(bench):\n    bench(time.sleep, 0.0005)\n")
+    p.write("other/pytest.ini", "[pytest]\n")
+    return p
+
+
 def class_1() -> None:
     # 1.first_call / 1.in_rounds: --bench-timeout fails the hung tests, naming the call; the rest measured.
     p = Project("1-timeout")
@@ -456,13 +470,7 @@ def class_1() -> None:
 
     # 1.lock_wait_gives_up: a hung run holds the measurement lock (its limit turned off); another
     # --bench run names the holder and gives up after --bench-lock-timeout, in one line.
-    p = Project("1-lock-wait")
-    p.write(
-        "test_hang.py",
-        "import time\n\ncalls = [0]\ndef f():\n    calls[0] += 1\n    if calls[0] > 5:\n        time.sleep(100000)\n    time.sleep(0.0005)\n\ndef test_hang(bench):\n    bench(f, name='forever')\n",
-    )
-    p.write("other/test_other.py", "import time\n\ndef test_other(bench):\n    bench(time.sleep, 0.0005)\n")
-    p.write("other/pytest.ini", "[pytest]\n")
+    p = _hang_late_project("1-lock-wait", "forever")
     try:
         hung = p.start([PY, "-m", "pytest", *COMMON, *FAST, "--bench", "--bench-timeout=0", "test_hang.py"], "hung.log")
         lock = p.tmp / "tesserabench-measure.lock"
@@ -493,13 +501,7 @@ def class_1() -> None:
         p.stop_all()
 
     # 1.lock_wait_then_measures: the hung run has a limit; the waiter measures once it lets go.
-    p = Project("1-lock-release")
-    p.write(
-        "test_hang.py",
-        "import time\n\ncalls = [0]\ndef f():\n    calls[0] += 1\n    if calls[0] > 5:\n        time.sleep(100000)\n    time.sleep(0.0005)\n\ndef test_hang(bench):\n    bench(f, name='hangs_late')\n",
-    )
-    p.write("other/test_other.py", "import time\n\ndef test_other(bench):\n    bench(time.sleep, 0.0005)\n")
-    p.write("other/pytest.ini", "[pytest]\n")
+    p = _hang_late_project("1-lock-release", "hangs_late")
     try:
         hung = p.start([PY, "-m", "pytest", *COMMON, *FAST, "--bench", "--bench-timeout=8", "test_hang.py"], "hung.log")
         time.sleep(3)
