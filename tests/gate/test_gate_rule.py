@@ -309,6 +309,8 @@ def test_config_validation_names_the_field():
         GateConfig(threshold=-0.1)
     with pytest.raises(ValueError, match="unalike_share_of_threshold"):
         GateConfig(unalike_share_of_threshold=-1)
+    with pytest.raises(ValueError, match="later_run_drift"):
+        GateConfig(later_run_drift=-1)
 
 
 @pytest.mark.parametrize(
