@@ -112,3 +112,14 @@ def test_ncu_time_per_call_is_summed_by_kernel_name_and_unknown_kernels_are_kept
     assert per_call["matmul"] == pytest.approx(0.4)
     assert per_call["softmax"] is None
     assert per_call["other"] == pytest.approx(0.0005)
+
+
+def test_ncu_counters_are_summarised_per_named_kernel_and_an_unseen_one_has_no_launches():
+    from pytest_tesserabench.machine import profiling
+
+    counters = _module().counters_by_kernel(
+        profiling.parse_ncu_csv(NCU_CSV), {"matmul_bf16": "matmul", "attention": "attn"}
+    )
+    assert counters["matmul_bf16"]["launches"] == 2
+    assert counters["matmul_bf16"]["gpu_time_ms"] == pytest.approx(0.8)
+    assert counters["attention"]["launches"] == 0
