@@ -110,11 +110,14 @@ class _CudaTimerBase:
         self.device = torch.device(device)
         index = self.device.index if self.device.index is not None else torch.cuda.current_device()
         l2_bytes = machine.l2_cache_bytes(index)
-        # Writing twice the L2 size evicts everything the kernel could reuse from the last call.
-        self.flush_buffer = torch.empty(max(2 * l2_bytes, 1 << 20) // 4, dtype=torch.int32, device=self.device)
+        # Reading twice the L2 size evicts everything the kernel could reuse from the last call.
+        self.flush_buffer = torch.zeros(max(2 * l2_bytes, 1 << 20) // 4, dtype=torch.int32, device=self.device)
 
     def flush_l2(self) -> None:
-        self.flush_buffer.zero_()
+        # A read, not a write: writing the buffer would leave L2 full of dirty lines, and the
+        # memory-bound kernel timed next would pay for writing them back inside its window
+        # (docs/gpu-validation.md measures both). A read leaves L2 as cold, and clean.
+        self.flush_buffer.sum()
 
     def time_once(self) -> float:
         __tracebackhide__ = True

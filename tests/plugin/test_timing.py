@@ -58,6 +58,7 @@ class _FakeGpu:
         self.sm_hz = sm_hz
         self.holds: list[int] = []  # repetitions enqueued behind each spin kernel
         self.held_s = 0.0  # GPU time spent in spin kernels
+        self.dirty_l2 = False  # L2 holds lines that must be written back before it can hold others
 
     def clock(self) -> float:
         return self.host
@@ -85,8 +86,13 @@ def _fake_torch(gpu: _FakeGpu, flush_s: float, *, can_sleep: bool = True):
             return (end.at - self.at) * 1e3
 
     class Tensor:
-        def zero_(self):
+        def zero_(self):  # a write leaves L2 full of dirty lines
             gpu.launch(5e-6, flush_s)
+            gpu.dirty_l2 = True
+
+        def sum(self):  # a read evicts as much and leaves L2 clean
+            gpu.launch(5e-6, flush_s)
+            gpu.dirty_l2 = False
 
     def synchronize(device=None):
         gpu.host = max(gpu.host, gpu.free)
@@ -103,6 +109,7 @@ def _fake_torch(gpu: _FakeGpu, flush_s: float, *, can_sleep: bool = True):
         device=lambda d: SimpleNamespace(index=0, type="cuda"),
         int32="int32",
         empty=lambda *args, **kwargs: Tensor(),
+        zeros=lambda *args, **kwargs: Tensor(),
         cuda=cuda,
     )
 
@@ -143,3 +150,17 @@ def test_a_host_slower_than_the_longest_hold_gets_smaller_chunks(monkeypatch):
     gpu, timer = _event_timer(monkeypatch, host_s=30e-3, kernel_s=1e-3)
     assert timer.round(12) == pytest.approx([1.0] * 12, rel=1e-6)
     assert max(gpu.holds) == 1
+
+
+def test_the_flush_leaves_l2_clean_so_a_memory_bound_kernel_is_not_billed_its_write_back(monkeypatch):
+    # A kernel that streams through L2 first writes back whatever dirty lines it evicts: 15 us for
+    # an L2 full of them. The flush must not leave it that bill inside the timed window.
+    write_back_s = 15e-6
+    gpu, _ = _event_timer(monkeypatch, host_s=1e-6, kernel_s=0)
+
+    def memory_bound_kernel():
+        gpu.launch(1e-6, 20e-6 + (write_back_s if gpu.dirty_l2 else 0.0))
+        gpu.dirty_l2 = True  # its output
+
+    timer = timing.CudaEventTimer(memory_bound_kernel, "cuda", torch=_fake_torch(gpu, 33e-6), clock=gpu.clock)
+    assert timer.round(50) == pytest.approx([0.020] * 50, rel=1e-6)
