@@ -170,7 +170,7 @@ class Bench:
         if {"alias", "cached"} - allowed and not interpreted:  # (interpreted timings are never gated)
             _refuse(label, integrity.check_perturbed(fn, args, kwargs, result, allowed))
         call = _bind(fn, args, kwargs)
-        timer = timing.make_timer(self._settings.timer, call, args, kwargs, interpreted=interpreted)
+        timer = timing.make_timer(self._settings.timer, call, args, kwargs, interpreted=interpreted, result=result)
         budget = sampling.Budget(
             max_time=self._settings.max_time,
             # The interpreter is ~1000x slower than the device it emulates and is never gated:

@@ -267,9 +267,10 @@ def cuda_device_of(values: Iterable[Any]) -> Any | None:
     return None
 
 
-def make_timer(kind: str, call: Call, args: tuple, kwargs: dict, *, interpreted: bool):
-    """The timer for this call: ``kind`` from settings ("auto" picks from where the data lives)."""
-    device = cuda_device_of((args, kwargs))
+def make_timer(kind: str, call: Call, args: tuple, kwargs: dict, *, interpreted: bool, result: Any = None):
+    """The timer for this call: ``kind`` from settings ("auto" picks from where the data lives:
+    the arguments, or else what the first call returned, for a closure over its tensors)."""
+    device = cuda_device_of((args, kwargs, result))
     if interpreted:
         # The kernel ran in the Triton interpreter on the CPU: recorded, never gated.
         return CpuTimer(call, label="interpreter")
@@ -279,7 +280,7 @@ def make_timer(kind: str, call: Call, args: tuple, kwargs: dict, *, interpreted:
         return CpuTimer(call)
     if device is None:
         raise TimerError(
-            f"timer {kind} needs CUDA tensors among the benchmark's arguments, and there are none; "
+            f"timer {kind} needs CUDA tensors among the benchmark's arguments or what it returns, and there are none; "
             f"use --bench-timer=auto or cpu"
         )
     if kind == "cuda_event":

@@ -164,3 +164,40 @@ def test_the_flush_leaves_l2_clean_so_a_memory_bound_kernel_is_not_billed_its_wr
 
     timer = timing.CudaEventTimer(memory_bound_kernel, "cuda", torch=_fake_torch(gpu, 33e-6), clock=gpu.clock)
     assert timer.round(50) == pytest.approx([0.020] * 50, rel=1e-6)
+
+
+def test_auto_finds_the_device_in_what_the_first_call_returned(monkeypatch):
+    # A closure over its CUDA tensors takes no arguments: what it returns says where the data lives.
+    result = object()
+    monkeypatch.setattr(timing, "cuda_device_of", lambda values: "cuda:0" if result in values else None)
+    monkeypatch.setattr(timing, "CudaEventTimer", lambda call, device: ("cuda_event", device))
+    timer = timing.make_timer("auto", lambda: result, (), {}, interpreted=False, result=result)
+    assert timer == ("cuda_event", "cuda:0")
+    assert timing.make_timer("auto", lambda: None, (), {}, interpreted=False).name == "cpu"
+
+
+def test_the_fixture_hands_the_first_calls_result_to_the_timer_choice(pytester):
+    pytester.makepyfile(
+        """
+        from pytest_tesserabench.measure import timing
+
+        RESULT = object()
+
+        def test_closure(bench, monkeypatch):
+            monkeypatch.setattr(timing, "cuda_device_of", lambda values: "cuda:0" if RESULT in values else None)
+
+            class FakeEventTimer(timing.CpuTimer):
+                def __init__(self, call, device):
+                    super().__init__(call, label="cuda_event")
+                    self.device = None  # (telemetry reads it; NVML is absent here)
+
+            monkeypatch.setattr(timing, "CudaEventTimer", FakeEventTimer)
+            bench(lambda: RESULT, allow=("async",))  # (the fake timer has no stream to check)
+        """
+    )
+    result = pytester.runpytest("--bench", "--bench-max-time=0.05", "--bench-json=run.json", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    import json
+
+    run = json.loads((pytester.path / "run.json").read_text())
+    assert [record["timer"] for record in run["benchmarks"].values()] == ["cuda_event"]
