@@ -94,7 +94,7 @@ def _prune_configs(configs, named_args, **kwargs):
     a = named_args["a_ptr"]
     itemsize = a.element_size()
     M, N, K = named_args["M"], named_args["N"], named_args["K"]
-    kept = []
+    fitting, kept = [], []
     for cfg in configs:
         bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"))
         if _shared_bytes(bm, bn, bk, cfg.num_stages, itemsize) > _SMEM_BUDGET:
@@ -103,11 +103,22 @@ def _prune_configs(configs, named_args, **kwargs):
             continue
         if itemsize > 1 and bk > 64:
             continue
+        fitting.append(cfg)
         # Tiles far larger than the problem only waste work.
         if bm > 2 * max(M, 16) or bn > 2 * max(N, 16) or bk > 2 * max(K, 16):
             continue
         kept.append(cfg)
-    return kept or configs[-1:]
+    return kept or _smallest(fitting or configs)
+
+
+def _smallest(configs: list) -> list:
+    """The config with the smallest tile and fewest stages, alone: for a problem smaller than every
+    tile, the least wasted work, and one that fits the shared memory where any does."""
+    return [min(configs, key=lambda cfg: (_tile_elements(cfg), cfg.num_stages))]
+
+
+def _tile_elements(cfg) -> int:
+    return cfg.kwargs["BLOCK_SIZE_M"] * cfg.kwargs["BLOCK_SIZE_N"] * cfg.kwargs["BLOCK_SIZE_K"]
 
 
 def tma_persistent_configs() -> list:
@@ -160,18 +171,19 @@ def _prune_tma_configs(configs, named_args, **kwargs):
         return configs
     itemsize = named_args["a_desc"].base.element_size()
     M, N = named_args["M"], named_args["N"]
-    kept = []
+    fitting, kept = [], []
     for cfg in configs:
         bm, bn, bk = (cfg.kwargs[k] for k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K"))
         if (itemsize == 1) != (bk == 128):
             continue
-        if bm > 2 * max(M, 64) or bn > 2 * max(N, 64):
-            continue
         c_tile = bm * (bn // 2 if cfg.kwargs["EPILOGUE_SUBTILE"] else bn) * 2
         if _shared_bytes(bm, bn, bk, cfg.num_stages, itemsize) + c_tile > _SMEM_BUDGET:
             continue
+        fitting.append(cfg)
+        if bm > 2 * max(M, 64) or bn > 2 * max(N, 64):
+            continue
         kept.append(cfg)
-    return kept or configs[-1:]
+    return kept or _smallest(fitting or configs)
 
 
 def _tma_set_block_shapes(nargs):

@@ -135,3 +135,24 @@ def test_tma_layout_rules():
     assert mm._tma_row_major_ok(b_row) and mm._tma_row_major_ok(b_col.t())
     assert not mm._tma_row_major_ok(torch.empty(64, 1, dtype=torch.float16))  # 2-byte rows
     assert not mm._tma_row_major_ok(torch.empty(8, 36, dtype=torch.float16))  # 72-byte rows
+
+
+class _Operand:
+    def __init__(self, itemsize):
+        self.itemsize = itemsize
+
+    def element_size(self):
+        return self.itemsize
+
+
+@pytest.mark.parametrize("itemsize", [4, 2, 1])
+def test_a_problem_smaller_than_every_tile_gets_the_smallest_config_that_fits_shared_memory(monkeypatch, itemsize):
+    # 17x13x29: every tile is over twice the problem, so the size rule keeps none; the config
+    # left must still fit sm_90's shared memory (fp32 got one needing 384 KiB there).
+    monkeypatch.setattr(mm, "is_interpreting", lambda: False)
+    configs = mm.matmul_configs()
+    [chosen] = mm._prune_configs(configs, {"a_ptr": _Operand(itemsize), "M": 17, "N": 13, "K": 29})
+    sizes = [chosen.kwargs[k] for k in ("BLOCK_SIZE_M", "BLOCK_SIZE_N", "BLOCK_SIZE_K")]
+    assert mm._shared_bytes(*sizes, chosen.num_stages, itemsize) <= mm._SMEM_BUDGET
+    if itemsize > 1:
+        assert sizes == [32, 64, 32] or sizes == [64, 32, 32]
