@@ -24,7 +24,7 @@ from pytest_tesserabench import markers, options
 from pytest_tesserabench.distributed import launch
 from pytest_tesserabench.history.baseline import BaselineError
 from pytest_tesserabench.machine import device as machine
-from pytest_tesserabench.machine import interpret, worker_gpus
+from pytest_tesserabench.machine import interpret, profiling, worker_gpus
 from pytest_tesserabench.measure import passes
 from pytest_tesserabench.measure.precision import Precision
 from pytest_tesserabench.measure.sampling import LocalMeasurer
@@ -198,8 +198,6 @@ def _choose_measurer(config: pytest.Config, state, cache_dir: Path | None) -> No
         state.measurer = LocalMeasurer()
         wanted = passes.planned(settings.passes, history=bool(settings.save or settings.compare))
         if settings.enabled and wanted > 1:
-            from pytest_tesserabench.machine import profiling
-
             state.passes_not_possible = passes.not_possible(
                 xdist=_is_worker(config) or bool(config.getoption("numprocesses", None)),
                 ab=False,
@@ -417,8 +415,6 @@ class SessionHooks:
             if missing:
                 raise pytest.UsageError(f"--bench-openmetrics={settings.openmetrics_path}: {missing}")
         if settings.ncu and not state.is_worker:
-            from pytest_tesserabench.machine import profiling
-
             reason = profiling.ncu_skip_reason()
             if reason:
                 warnings_.append(f"--bench-ncu: hardware counters skipped: {reason}")
@@ -506,13 +502,14 @@ class SessionHooks:
         fixture = item.stash.get(BENCH_KEY, None)
         if call.when == "call" and fixture is not None and fixture.records:
             if self.state.settings.ncu and report.passed:
-                # Re-run this test alone under Nsight Compute; its counters describe the test's
-                # first measured call (the kernel under test).
-                first, record = next(iter(fixture.records.items()))
+                # Re-run this test alone under Nsight Compute; each record gets its own call's kernels.
                 counters = self.state.instruments.ncu_counters(
                     item.nodeid, rootdir=item.config.rootpath, cwd=item.config.invocation_params.dir
                 )
-                fixture.records[first] = replace(record, ncu=counters)
+                records = list(fixture.records.items())
+                for (key, record), ncu in zip(records, profiling.ncu_for_records(counters, len(records))):
+                    if ncu is not None:
+                        fixture.records[key] = replace(record, ncu=ncu)
             records = list(fixture.records.values())
             # As JSON: pytest-xdist carries plain data from a worker to the controller.
             setattr(report, REPORT_ATTR, [record.to_json(samples=True) for record in records])

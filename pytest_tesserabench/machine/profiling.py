@@ -29,6 +29,9 @@ from pytest_tesserabench.machine import device as machine
 # torch (~1.2 s, the optional GPU stack) loads only in ncu's child and for a trace, where a test uses it anyway.
 
 NVTX_RANGE = "tesserabench"
+# The kernel each benchmark's profiled call begins with (torch.cuda._sleep's): ncu lists kernels
+# in launch order, so these split one test's kernels between its benchmarks.
+BENCHMARK_MARKER = "spin_kernel"
 NCU_ENV_VAR = "TESSERABENCH_UNDER_NCU"
 
 # Metric names as Nsight Compute spells them (``ncu --query-metrics``; Kernel Profiling Guide).
@@ -114,6 +117,40 @@ def ncu_region():
     finally:
         torch.cuda.synchronize()  # the range must close after its kernels were launched
         torch.cuda.nvtx.range_pop()
+
+
+def mark_benchmark() -> None:
+    """Inside ncu_region: launch the marker kernel that begins this benchmark's kernels."""
+    import torch
+
+    if hasattr(torch.cuda, "_sleep"):
+        torch.cuda._sleep(1)
+
+
+def per_benchmark(kernels: list[dict]) -> list[list[dict]] | None:
+    """The kernels after each marker, one list per benchmark in call order (markers left out);
+    None when no marker was launched (then they cannot be told apart)."""
+    groups: list[list[dict]] | None = None
+    for kernel in kernels:
+        if BENCHMARK_MARKER in kernel["name"]:
+            groups = [*(groups or []), []]
+        elif groups is not None:
+            groups[-1].append(kernel)
+    return groups
+
+
+def ncu_for_records(counters: dict, n_records: int) -> list[dict | None]:
+    """run_ncu()'s result as the ``ncu`` field of each of a test's n records, in call order. When
+    its kernels cannot be split between them, the first record (the kernel under test) gets all
+    of them, saying so, and the others nothing."""
+    parts = counters.get("per_benchmark")
+    common = {key: value for key, value in counters.items() if key not in ("per_benchmark", "kernels")}
+    if not counters.get("available") or parts is None or len(parts) != n_records:
+        whole = {key: value for key, value in counters.items() if key != "per_benchmark"}
+        if counters.get("available") and n_records > 1:
+            whole["note"] = f"the kernels of all {n_records} benchmarks of this test: they could not be told apart"
+        return [whole] + [None] * (n_records - 1)
+    return [{**common, **part} for part in parts]
 
 
 def _child_args(pytest_args: Iterable[str]) -> list[str]:
@@ -319,7 +356,13 @@ def run_ncu(
         if problem:
             return {"available": False, "reason": problem}
         try:
-            return {**summarize_ncu(parse_ncu_csv(text)), "clock_control": clock_control}
+            kernels = parse_ncu_csv(text)
+            groups = per_benchmark(kernels)
+            counted = [k for k in kernels if BENCHMARK_MARKER not in k["name"]]
+            result = {**summarize_ncu(counted), "clock_control": clock_control}
+            if groups is not None:
+                result["per_benchmark"] = [summarize_ncu(group) for group in groups]
+            return result
         except NcuError as error:
             tail = (done.stdout + done.stderr)[-400:]
             return {"available": False, "reason": f"{error} (ncu exit {done.returncode}; output ends: {tail!r})"}

@@ -145,6 +145,55 @@ def test_run_ncu_end_to_end_with_a_fake_ncu(tmp_path, monkeypatch):
     assert result["clock_control"] == "base"
 
 
+MARKER = "void at::cuda::(anonymous namespace)::spin_kernel(long)"
+
+
+def _timed(kernel_id, name, ns):
+    return row(kernel_id, name, "gpu__time_duration.sum", "nsecond", str(ns))
+
+
+# One test, two benchmarks: the first launched the GEMM, the second two adds.
+TWO_BENCHMARKS = "\n".join(
+    [
+        HEADER,
+        _timed(0, MARKER, 1000),
+        _timed(1, GEMM, 2000),
+        _timed(2, MARKER, 1000),
+        _timed(3, ADD, 3000),
+        _timed(4, ADD, 4000),
+    ]
+)
+
+
+def test_each_benchmarks_kernels_are_those_after_its_marker():
+    kernels = profiling.parse_ncu_csv(TWO_BENCHMARKS)
+    groups = profiling.per_benchmark(kernels)
+    assert [[k["name"] for k in group] for group in groups] == [[GEMM], [ADD, ADD]]
+    assert profiling.per_benchmark(profiling.parse_ncu_csv(NCU_OUTPUT)) is None  # no marker
+
+
+def test_run_ncu_gives_each_benchmark_its_own_counters(tmp_path, monkeypatch):
+    sample = tmp_path / "sample.csv"
+    sample.write_text(TWO_BENCHMARKS)
+    fake = tmp_path / "ncu"
+    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(sample)))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(machine, "gpu_plausibly_present", lambda: True)
+    monkeypatch.setattr(profiling, "ncu_available", lambda: str(fake))
+    counters = profiling.run_ncu("tests/test_x.py::test_y", cwd=tmp_path, timeout_s=60)
+    assert counters["launches"] == 3  # the markers are not the test's kernels
+    first, second = profiling.ncu_for_records(counters, 2)
+    assert (first["launches"], first["gpu_time_ms"]) == (1, pytest.approx(0.002))
+    assert (second["launches"], second["gpu_time_ms"]) == (2, pytest.approx(0.007))
+    assert first["clock_control"] == second["clock_control"] == "base"
+    # Records that do not match the markers (a benchmark skipped under ncu): the first gets all.
+    whole, none, nothing = profiling.ncu_for_records(counters, 3)
+    assert whole["launches"] == 3 and "could not be told apart" in whole["note"]
+    assert none is None and nothing is None
+    unavailable = {"available": False, "reason": "no ncu"}
+    assert profiling.ncu_for_records(unavailable, 2) == [unavailable, None]
+
+
 def test_run_ncu_reports_counter_permission(tmp_path, monkeypatch):
     fake = tmp_path / "ncu"
     fake.write_text(

@@ -332,6 +332,57 @@ def test_bench_ncu_without_ncu_is_a_clear_skip(pytester, fast, tmp_path, monkeyp
     assert rec["ncu"]["available"] is False and rec["ncu"]["reason"]
 
 
+def test_bench_ncu_gives_each_benchmark_of_a_test_its_own_kernels(pytester, fast, tmp_path, monkeypatch):
+    import stat
+    import sys
+
+    from pytest_tesserabench.machine import device as machine
+    from pytest_tesserabench.machine import profiling
+
+    header = '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'
+    rows = [(0, "spin_kernel(long)", 1000), (1, "ours", 2000), (2, "spin_kernel(long)", 1000), (3, "theirs", 5000)]
+    sample = tmp_path / "ncu.csv"
+    sample.write_text(
+        "\n".join([header, *(f'"{i}","{n}","gpu__time_duration.sum","nsecond","{t}"' for i, n, t in rows)])
+    )
+    fake = tmp_path / "ncu"  # writes the CSV where the command asks for it
+    fake.write_text(
+        f"#!{sys.executable}\nimport sys\nargs = sys.argv[1:]\n"
+        f"open(args[args.index('--log-file') + 1], 'w').write(open({str(sample)!r}).read())\n"
+    )
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setattr(machine, "gpu_plausibly_present", lambda: True)
+    monkeypatch.setattr(profiling, "ncu_available", lambda: str(fake))
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        def test_a(bench):
+            bench(sum, [1, 2])
+            bench(sum, [3, 4], name="theirs")
+    """)
+    result = pytester.runpytest("--bench-ncu", f"--bench-json={out}", *fast)
+    result.assert_outcomes(passed=1)
+    records = json.loads(out.read_text())["benchmarks"].values()
+    assert [[k["name"] for k in r["ncu"]["kernels"]] for r in records] == [["ours"], ["theirs"]]
+
+
+def test_under_ncu_each_benchmark_marks_its_profiled_call(pytester, fast, monkeypatch):
+    import contextlib
+
+    from pytest_tesserabench.machine import profiling
+
+    events = []
+    monkeypatch.setenv(profiling.NCU_ENV_VAR, "1")  # the child pytest that --bench-ncu starts
+    monkeypatch.setattr(profiling, "ncu_region", lambda: contextlib.nullcontext(events.append("region")))
+    monkeypatch.setattr(profiling, "mark_benchmark", lambda: events.append("marker"))
+    pytester.makepyfile("""
+        def test_a(bench):
+            bench(sum, [1, 2])
+            bench(sum, [3, 4], name="theirs")
+    """)
+    pytester.runpytest("--bench", *fast).assert_outcomes(passed=1)
+    assert events == ["region", "marker"] * 2
+
+
 def test_a_function_that_fails_while_measured_is_explained(pytester, fast, tmp_path):
     pytester.makepyfile("""
         calls = []
