@@ -714,6 +714,34 @@ MUTATIONS = (
         "",
         ("tests/plugin/test_static_analysis.py",),
     ),
+    Mutation(
+        "the timer is chosen from the first call's result too",
+        "pytest_tesserabench/measure/fixture.py",
+        "interpreted=interpreted, result=result)",
+        "interpreted=interpreted)",
+        ("tests/plugin/test_timing.py",),
+    ),
+    Mutation(
+        "the CUDA timers flush L2 by reading",
+        "pytest_tesserabench/measure/timing.py",
+        "        self.flush_buffer.sum()\n",
+        "        self.flush_buffer.zero_()\n",
+        ("tests/plugin/test_timing.py",),
+    ),
+    Mutation(
+        "under ncu each benchmark marks its profiled call",
+        "pytest_tesserabench/measure/fixture.py",
+        "                profiling.mark_benchmark()\n",
+        "",
+        ("tests/plugin/test_fixture.py",),
+    ),
+    Mutation(
+        "--bench-ncu splits a test's kernels between its benchmarks",
+        PLUGIN,
+        "profiling.ncu_for_records(counters, len(records))",
+        "[counters] + [None] * (len(records) - 1)",
+        ("tests/plugin/test_fixture.py",),
+    ),
 )
 
 
