@@ -7,7 +7,8 @@ priority order, each part with its own deadline, and writes what it finished as 
   device    the device, driver, clocks, versions, NVML and measured peaks; then the tests that
             only a GPU runs (kernels on the device, CUDA timers, tuning, NCCL), -n 4
   timers    four kernels from ~5 us to ~2 ms: bench's CUDA-event and CUDA-graph timers,
-            triton.testing.do_bench and Nsight Compute's gpu__time_duration, medians side by side
+            triton.testing.do_bench and Nsight Compute's gpu__time_duration, medians side by side;
+            then ncu's occupancy, DRAM and SM throughput of the attention and the matmul
   vendor    the project's kernels against the vendor's, interleaved: bf16 matmul vs torch.matmul,
             fp8 e4m3 vs torch._scaled_mm, attention vs SDPA, softmax / layer norm / RMS norm vs
             torch and vs a device-to-device copy's bandwidth; each output checked against its
