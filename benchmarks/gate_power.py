@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "gate"))
-from pipeline_simulation import Machine, Tally, simulate  # noqa: E402
+from pipeline_simulation import Machine, Tally, simulate, suite_rule  # noqa: E402
 
 from pytest_tesserabench.gate import GateConfig  # noqa: E402
 from pytest_tesserabench.gate.pipeline import History, judge_run  # noqa: E402
@@ -63,9 +63,9 @@ def main() -> None:
     print(f"{args.suites} simulated projects of 8 benchmarks per machine, seed {args.seed}\n")
     print(
         "| machine | rule | false alarms | in runs that slow nothing | +5% | +10% | +20% | +20% where detectable "
-        "| INCONCLUSIVE +20% where not |"
+        "| INCONCLUSIVE +20% where not | suite-wide rule: runs failed that slow nothing | every benchmark +20% |"
     )
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, machine in MACHINES.items():
         for label, judge in rules.items():
             began = time.perf_counter()
@@ -75,7 +75,15 @@ def main() -> None:
                 suites=args.suites,
                 seed=args.seed,
                 detectable=lambda runs: History.of(runs, config).detectable(),
+                suite_fails=suite_rule(config) if judge is not fixed_rule else None,
             )
+            suite = "- | - |"
+            if "suite, nothing slower" in tally.counts:
+                runs = tally.counts["suite, nothing slower"]["n"]
+                suite = (
+                    f"{tally.rate('suite, nothing slower', 'FAILED'):.1%} of {runs} | "
+                    f"{tally.rate('suite, all +20%', 'FAILED'):.0%} |"
+                )
             n = tally.counts["unchanged"]["n"]
             print(
                 f"| {name} | {label} | {tally.rate('unchanged'):.2%} of {n} | "
@@ -84,7 +92,7 @@ def main() -> None:
                 f"{tally.rate('+10%'):.0%} | {tally.rate('+20%'):.0%} | "
                 f"{tally.rate('+20%', where='detectable'):.0%} of {tally.counts['+20%'].get('n detectable', 0)} | "
                 f"{tally.rate('+20%', 'INCONCLUSIVE', where='not detectable'):.0%} of "
-                f"{tally.counts['+20%'].get('n not detectable', 0)} |",
+                f"{tally.counts['+20%'].get('n not detectable', 0)} | {suite}",
                 flush=True,
             )
             print(f"  ({time.perf_counter() - began:.0f} s)", file=sys.stderr)

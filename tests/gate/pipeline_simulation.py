@@ -191,6 +191,19 @@ def without_fresh(run: RunDocument) -> RunDocument:
     )
 
 
+def suite_rule(config):
+    """``suite_fails`` for simulate: whether the suite-wide rule fails a run, as the plugin decides
+    it at the end of the run (History.suite_shift with the run's canary)."""
+    from pytest_tesserabench.gate.pipeline import History
+
+    def fails(candidate: RunDocument, baseline: list[RunDocument]) -> bool:
+        canary = math.log(float(np.median(candidate.canary_ms))) if candidate.canary_ms else None
+        shift = History.of(baseline, config).suite_shift(candidate.benchmarks.values(), canary)
+        return bool(shift is not None and shift.failed)
+
+    return fails
+
+
 @dataclass
 class Tally:
     """Outcomes per kind of benchmark-run: unchanged, and each slowdown."""
@@ -229,13 +242,18 @@ def simulate(
     slowdowns=(0.0, 0.05, 0.10, 0.20),
     slowed: int = 2,
     detectable=None,
+    suite_fails=None,
 ):
     """Judge ``suites`` simulated projects, each with a fresh baseline and one candidate run per
     slowdown (its first ``slowed`` benchmarks slower by it): ``judge(candidate, baseline_runs)`` ->
     {id: Verdict}; ``detectable(baseline_runs)`` -> {id: the smallest slowdown the baseline says
     the gate catches} (None: not known). Returns the Tally: kinds "unchanged" (every benchmark
     not slowed), "nothing slower" (those of the runs that slow none: the others' median is then
-    no help against a false alarm) and "+5%"...."""
+    no help against a false alarm) and "+5%"....
+
+    ``suite_fails(candidate, baseline_runs)`` -> whether the suite-wide rule fails the run: tallied
+    as "suite, nothing slower" (a false alarm: FAILED) and, for one more candidate per project
+    whose every benchmark is 20% slower, "suite, all +20%" (caught: FAILED)."""
     tally = Tally.empty()
     for index in range(suites):
         rng = np.random.default_rng([seed, index])
@@ -252,4 +270,12 @@ def simulate(
                 tally.add(kind, verdicts[bench_id].status, said.get(bench_id))
                 if size == 0:  # (a pull request that slows nothing: the common case, and the hardest)
                     tally.add("nothing slower", verdicts[bench_id].status)
+            if suite_fails is not None and size == 0:
+                tally.add("suite, nothing slower", "FAILED" if suite_fails(candidate, baseline) else "passed")
+        if suite_fails is not None:  # (drawn apart: the figures above stay those of the same draws)
+            other = np.random.default_rng([seed, index, 1])
+            everything = make_run(
+                other, suite, machine, fresh=machine.confirm, slowdown=np.full(len(suite.ids), 0.2), loaded=True
+            )
+            tally.add("suite, all +20%", "FAILED" if suite_fails(everything, baseline) else "passed")
     return tally

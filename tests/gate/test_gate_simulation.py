@@ -3,10 +3,11 @@
 same figures for more projects, beside pytest-benchmark's rule)."""
 
 import pytest
-from pipeline_simulation import Machine, simulate
+from pipeline_simulation import Machine, simulate, suite_rule
 
 from pytest_tesserabench.gate import GateConfig
 from pytest_tesserabench.gate.pipeline import History, judge_run
+from pytest_tesserabench.record.results import Verdict
 
 CONFIG = GateConfig()
 SUITES = 25  # projects of 8 benchmarks: 4 candidate runs each, 650 unchanged benchmark-runs
@@ -68,3 +69,22 @@ def test_false_alarms_are_at_most_one_percent_per_benchmark_in_runs_that_slow_no
     )
     print(f"\nquiet, nothing slower: {quiet.counts['nothing slower']}")
     assert quiet.rate("nothing slower") <= 0.01, quiet.counts["nothing slower"]
+
+
+def _unjudged(candidate, baseline):  # (the suite-wide rule alone: each benchmark's verdict is not asked)
+    return {i: Verdict(id=i, status="UNCHANGED") for i in candidate.benchmarks}
+
+
+def test_the_suite_wide_rule_fails_at_most_one_run_in_a_hundred_that_slow_nothing():
+    # The hardest machine: a loaded run whose shift the benchmarks and the canary took 0.4-1.6 times.
+    unalike = simulate(
+        _unjudged, MACHINES["loaded unalike"], suites=100, seed=11, slowdowns=(0.0,), suite_fails=suite_rule(CONFIG)
+    )
+    print(f"\nloaded unalike, suite-wide rule: {unalike.counts['suite, nothing slower']}")
+    assert unalike.rate("suite, nothing slower", "FAILED") <= 0.01, unalike.counts["suite, nothing slower"]
+
+
+def test_the_suite_wide_rule_catches_a_slower_code_on_a_quiet_machine_more_often_than_not():
+    quiet = simulate(_unjudged, MACHINES["quiet"], suites=50, seed=12, slowdowns=(0.0,), suite_fails=suite_rule(CONFIG))
+    print(f"\nquiet, every benchmark +20%: {quiet.counts['suite, all +20%']}")
+    assert quiet.rate("suite, all +20%", "FAILED") >= 0.5, quiet.counts["suite, all +20%"]
