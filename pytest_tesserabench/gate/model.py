@@ -289,9 +289,9 @@ def suite_shift(
         canary = canary_centre - model.canary_centre  # else the run's start and end
     unexplained = everywhere - max(canary or 0.0, 0.0)
     # The canary is one more program taking the machine's shift its own way: it speaks for the
-    # benchmarks only to within how unalike they took it in this run (their robust spread). With
-    # a fixed 0.5% instead, a loaded machine's shift, taken less by the canary than by most
-    # benchmarks, failed 6-16% of simulated runs that slowed nothing.
+    # benchmarks only to within how unalike they took it in this run (their robust spread). Trusted
+    # closer than that, a loaded machine's shift that the canary took less than most benchmarks
+    # reads as a slowdown of the whole suite.
     canary_error = max(0.005, float(robust_sd(np.asarray(values)))) if canary is not None else 0.0
     sd = math.sqrt(
         model.shift_sd**2 + MEDIAN_VARIANCE_FACTOR * max(model.residual_sd, 1e-4) ** 2 / len(values)
