@@ -30,8 +30,8 @@ class GateConfig:
     between_run_floor: float = 0.005
     # A later run (the candidate) drifts on its own by this many times the suite's typical drift
     # between saves, which back-to-back saves cannot show: without it, runs that slow nothing
-    # read 1.6-2.0% false alarms per benchmark in the simulation; it scales with the machine, so
-    # a steady GPU pays little for it.
+    # fail unchanged benchmarks more often than alpha allows (docs/gate-evidence.md); it scales
+    # with the machine, so a steady GPU pays little for it.
     later_run_drift: float = 1.0
     # The weight, in runs, of the suite-wide prior on a benchmark's drift (the median drift of the
     # other benchmarks): three saves give a variance 2 degrees of freedom, too few to trust alone.

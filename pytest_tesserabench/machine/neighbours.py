@@ -22,7 +22,7 @@ from pytest_tesserabench.machine import run_queue
 
 _STAT = "/proc/stat"
 # At least this many CPUs' worth of other work over the timed rounds: the machine was shared (the
-# summary says so, and a regression's verdict). The idle CI VM reads 0.00-0.02.
+# summary says so, and a regression's verdict). An idle machine reads a few hundredths.
 SHARED_CPUS = 0.5
 
 Reading = tuple[int, int]  # (ns of CPU other processes have used, ns of wall clock), from any origin
