@@ -126,6 +126,7 @@ def main(names):
             "shared": compiled.metadata.shared,
             "wgmma": ptx.count("wgmma.mma_async"),
             "tma_load": ptx.count("cp.async.bulk.tensor"),
+            "fp32_adds": ptx.count("add.f32") + ptx.count("add.rn.f32"),
             "cubin_bytes": len(compiled.asm["cubin"]),
         }
     json.dump(results, sys.stdout)

@@ -69,3 +69,11 @@ def test_persistent_path_uses_tma(built, name):
 def test_pointer_matmul_is_pipelined(built):
     # 128x64 A tile + 64x256 B tile in fp16 is 48 KiB a stage; 3 stages were asked for.
     assert built["matmul_pointer_fp16"]["shared"] >= 2 * 48 * 1024
+
+
+def test_fp8_products_are_added_into_fp32_after_each_k_tile(built):
+    # Hopper's fp8 tensor cores accumulate with fewer bits than fp32: each K tile's product is
+    # added into the fp32 accumulator (max_num_imprecise_acc); bf16's accumulate in fp32 already.
+    for fp8 in ("matmul_tma_fp8_e4m3", "matmul_pointer_fp8_e5m2"):
+        assert built[fp8]["fp32_adds"] > 0, fp8
+    assert built["matmul_tma_bf16"]["fp32_adds"] == 0
