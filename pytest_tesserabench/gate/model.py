@@ -191,7 +191,7 @@ class SuiteShift:
     failed: bool
     everywhere: float  # log: what three quarters of the benchmarks showed in every pass
     passes: int
-    threshold: float = 0.0  # log: the slowdown the rule fails a run for
+    threshold: float  # log: the slowdown the rule fails a run for
 
     def line(self) -> str:
         """The summary's line, "FAILED: " first when it fails the run: what the whole suite moved,

@@ -144,13 +144,12 @@ def ncu_for_records(counters: dict, n_records: int) -> list[dict | None]:
     its kernels cannot be split between them, the first record (the kernel under test) gets all
     of them, saying so, and the others nothing."""
     parts = counters.get("per_benchmark")
-    common = {key: value for key, value in counters.items() if key not in ("per_benchmark", "kernels")}
     if not counters.get("available") or parts is None or len(parts) != n_records:
         whole = {key: value for key, value in counters.items() if key != "per_benchmark"}
         if counters.get("available") and n_records > 1:
             whole["note"] = f"the kernels of all {n_records} benchmarks of this test: they could not be told apart"
         return [whole] + [None] * (n_records - 1)
-    return [{**common, **part} for part in parts]
+    return [{**part, "clock_control": counters["clock_control"]} for part in parts]
 
 
 def _child_args(pytest_args: Iterable[str]) -> list[str]:

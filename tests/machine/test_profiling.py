@@ -132,14 +132,19 @@ FAKE_NCU = textwrap.dedent("""\
 """)
 
 
-def test_run_ncu_end_to_end_with_a_fake_ncu(tmp_path, monkeypatch):
+def _fake_ncu(tmp_path, monkeypatch, csv_text: str) -> None:
+    """An ncu on this machine that writes ``csv_text`` as its report."""
     sample = tmp_path / "sample.csv"
-    sample.write_text(NCU_OUTPUT)
+    sample.write_text(csv_text)
     fake = tmp_path / "ncu"
     fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(sample)))
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     monkeypatch.setattr(machine, "gpu_plausibly_present", lambda: True)
     monkeypatch.setattr(profiling, "ncu_available", lambda: str(fake))
+
+
+def test_run_ncu_end_to_end_with_a_fake_ncu(tmp_path, monkeypatch):
+    _fake_ncu(tmp_path, monkeypatch, NCU_OUTPUT)
     result = profiling.run_ncu("tests/test_x.py::test_y", cwd=tmp_path, timeout_s=60)
     assert result["available"] and result["launches"] == 3
     assert result["clock_control"] == "base"
@@ -173,13 +178,7 @@ def test_each_benchmarks_kernels_are_those_after_its_marker():
 
 
 def test_run_ncu_gives_each_benchmark_its_own_counters(tmp_path, monkeypatch):
-    sample = tmp_path / "sample.csv"
-    sample.write_text(TWO_BENCHMARKS)
-    fake = tmp_path / "ncu"
-    fake.write_text(FAKE_NCU.format(python=sys.executable, sample=str(sample)))
-    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    monkeypatch.setattr(machine, "gpu_plausibly_present", lambda: True)
-    monkeypatch.setattr(profiling, "ncu_available", lambda: str(fake))
+    _fake_ncu(tmp_path, monkeypatch, TWO_BENCHMARKS)
     counters = profiling.run_ncu("tests/test_x.py::test_y", cwd=tmp_path, timeout_s=60)
     assert counters["launches"] == 3  # the markers are not the test's kernels
     first, second = profiling.ncu_for_records(counters, 2)
