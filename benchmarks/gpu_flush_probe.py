@@ -21,12 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import gpu_truth  # noqa: E402  (its timing loop, its ncu child; it puts the repository on sys.path)
 
+ROOT = gpu_truth.ROOT
 FLUSHES = ("write", "read", "none")
-NCU_CALLS = 5
 
 
 def kernels() -> dict:
@@ -65,39 +64,17 @@ def time_all(rounds: int = 5, samples: int = 20) -> dict:
 
     table = {}
     for name, (call, _) in kernels().items():
-        for _ in range(3):
-            call()
         timers = {
             f"{kind}/{flush}": with_flush(cls(call, "cuda"), flush)
             for kind, cls in (("event", CudaEventTimer), ("graph", CudaGraphTimer))
             for flush in FLUSHES
         }
-        for timer in timers.values():
-            timer.calibrate(max(timer.time_once() for _ in range(3)))
-        collected = {key: [] for key in timers}
-        for _ in range(rounds):
-            for key, timer in timers.items():
-                collected[key] += timer.round(samples)
-        row = {key: statistics.median(values) * 1e3 for key, values in collected.items()}  # us
+        medians = gpu_truth.interleaved_medians(timers, rounds, samples)
+        row = {key: ms * 1e3 for key, ms in medians.items()}  # us
         row["do_bench"] = triton.testing.do_bench(call, warmup=25, rep=100, return_mode="median") * 1e3
         table[name] = row
         print(name, {key: round(value, 2) for key, value in row.items()}, flush=True)
     return table
-
-
-def ncu_child() -> None:
-    import torch
-
-    from pytest_tesserabench.machine import profiling
-
-    os.environ[profiling.NCU_ENV_VAR] = "1"
-    for call, _ in kernels().values():
-        for _ in range(3):
-            call()
-        torch.cuda.synchronize()
-        with profiling.ncu_region():
-            for _ in range(NCU_CALLS):
-                call()
 
 
 def ncu_medians(out: Path) -> dict:
@@ -153,7 +130,7 @@ def main() -> int:
     parser.add_argument("--ncu-child", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.ncu_child:
-        ncu_child()
+        gpu_truth.profile_calls([call for call, _ in kernels().values()])
         return 0
     args.out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -637,16 +637,19 @@ def ncu_ms_per_call(csv_text: str, matches: dict[str, str], calls: int) -> dict[
 
 
 def ncu_child() -> None:
-    """Under ncu: warm each kernel outside the profiled range, then NCU_CALLS calls inside it."""
+    only = [name for name in os.environ.get(NCU_ONLY_ENV, "").split(",") if name]
+    kernels = fidelity_kernels(dry=False)
+    profile_calls([call for name, (call, _) in kernels.items() if not only or name in only])
+
+
+def profile_calls(calls) -> None:
+    """Under ncu: warm each call outside the profiled range, then NCU_CALLS calls inside it."""
     import torch
 
     from pytest_tesserabench.machine import profiling
 
     os.environ[profiling.NCU_ENV_VAR] = "1"
-    only = [name for name in os.environ.get(NCU_ONLY_ENV, "").split(",") if name]
-    for name, (call, _) in fidelity_kernels(dry=False).items():
-        if only and name not in only:
-            continue
+    for call in calls:
         for _ in range(3):
             call()
         torch.cuda.synchronize()
