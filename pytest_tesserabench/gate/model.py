@@ -149,10 +149,13 @@ def candidate_shift(
     way, with no shared shift at all). Both are moderated as
     the rule moderates drift: pooled with the baseline's residual noise worth ``prior_runs`` runs,
     on as many degrees of freedom as those and the others less one. The median's error is of the
-    others' core (a robust scale); how unalike they took the shift is their standard deviation, the
-    one furthest out left out (a robust scale would call a few benchmarks that took more of it
-    outliers, and they are the very thing to measure; one other benchmark's own regression is not
-    the machine's).
+    others' core (a robust scale); how unalike they took the shift is their standard deviation,
+    every other benchmark in it: a robust scale, or the one furthest out left aside, would call the
+    benchmarks that took more of it outliers, and they are the very thing to measure (leaving the
+    furthest of eight out reads the variance 1.7 times too small where benchmarks take the shift
+    unalike, and the run then fails or passes unchanged ones for their share of the load). A
+    neighbour's own regression widens it too: under a shared shift a benchmark's share of it and
+    its own change cannot be told apart.
     Before ``min_others`` are measured: no shift, uncertain by the baseline's own run shifts and
     the canary's move since the baseline (``canary_centre``: this run's, log)."""
     others = np.array([c - model.effects[i] for i, c in measured.items() if i != exclude and i in model.effects])
@@ -165,10 +168,7 @@ def candidate_shift(
             return (prior_runs * noise + (others.size - 1) * variance) / df
 
         error = MEDIAN_VARIANCE_FACTOR * moderated(float(robust_sd(others)) ** 2) / others.size
-        # how unalike: their standard deviation, the one furthest from the median left out (one
-        # other benchmark's own regression is not the machine's)
-        kept = np.delete(others, np.argmax(np.abs(others - value))) if others.size > 3 else others
-        spread = moderated(float(np.var(kept, ddof=1)))
+        spread = moderated(float(np.var(others, ddof=1)))  # how unalike they took it
         shared = max(abs(value) - 2 * math.sqrt(error), 0.0)  # as much of it as surely is a shift
         unalike = min(math.sqrt(max(spread - noise, 0.0)), shared)
         return Shift(value, error + unalike**2, f"{others.size} other benchmarks of this run", unalike, df)

@@ -119,8 +119,10 @@ def test_with_interleaved_passes_even_the_first_benchmark_has_the_shift_removed(
     result = baseline.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=4, failed=1)
     result.stdout.fnmatch_lines(["a * REGRESSED (severe) *", "*shared shift +*% removed (4 other benchmarks*"])
-    result.stdout.fnmatch_lines(["b * UNCHANGED *", "*shared shift +*% removed (4 other benchmarks*"])
-    assert "INCONCLUSIVE" not in result.stdout.str()
+    # The others cannot be told unchanged: under a shared shift, a's own regression is one more way
+    # the benchmarks took it unalike (which benchmark took how much of it one run cannot say).
+    result.stdout.fnmatch_lines(["b * INCONCLUSIVE *", "*shared shift +*% removed (4 other benchmarks*unalike)"])
+    assert "UNCHANGED" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(
