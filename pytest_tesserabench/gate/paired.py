@@ -9,6 +9,13 @@ with one per side, the pair (paired_decision). The stopping rule looks at the da
 keep the false-alarm rate the rule promises, only the looks in GateConfig.paired_looks
 (process_looks: pairs per process pair) count, and alpha is split over them (Bonferroni across
 interim looks: conservative, simple, and exact in its guarantee).
+
+Stopping early as UNCHANGED is a promise of another kind: that a slowdown of the threshold was
+ruled out, at the confidence of the interval printed (95%: a slowdown of exactly the threshold
+reads UNCHANGED at most 2.5% of the time at the last look). The interim looks share that budget
+(Bonferroni again: each at 2.5% / looks), so all of them together and the last add up to at most
+5%. Held to the false-alarm level instead (alpha / m / looks), as it once was, an unchanged
+benchmark could almost never stop early: every one spent its whole budget and more.
 """
 
 from __future__ import annotations
@@ -59,13 +66,14 @@ def paired_decision(log_ratios, *, threshold: float, alpha: float, final: bool, 
     if n < PAIRED_LOOKS[0] or (n not in PAIRED_LOOKS and not final):
         return None
     level = alpha / len(PAIRED_LOOKS)
+    early = early_confidence(confidence, len(PAIRED_LOOKS))
     centre = float(np.median(d))
     theta = math.log1p(threshold)
     above, below = int(np.count_nonzero(d > 0)), int(np.count_nonzero(d < 0))
     p_slower = float(stats.binom.sf(above - 1, above + below, 0.5)) if above + below else 1.0
     p_faster = float(stats.binom.sf(below - 1, above + below, 0.5)) if above + below else 1.0
     low, high = median_interval(d, confidence)
-    strict = median_interval(d, 1 - 2 * level)
+    strict = median_interval(d, early)
     status, decided = _three_valued(centre, (low, high), strict, (p_slower, p_faster), level, theta, final)
     ratio, ci = math.exp(centre), (math.exp(low), math.exp(high))
     return PairedDecision(status, decided, ratio, ci, p_slower, threshold, n, level)
@@ -73,7 +81,7 @@ def paired_decision(log_ratios, *, threshold: float, alpha: float, final: bool, 
 
 def _three_valued(centre, interval, strict, p_values, level, theta, final) -> tuple[str, bool]:
     """(status, decided): a slowdown or speed-up significant at ``level`` whose 95% ``interval``
-    reaches the threshold ``theta`` (log); UNCHANGED when the ``strict`` (1 - 2 level) interval
+    reaches the threshold ``theta`` (log); UNCHANGED when the ``strict`` interval (early_confidence)
     lies within it; else undecided. When ``final`` (the budget is spent), an undecided benchmark is
     UNCHANGED only if its 95% interval rules out a slowdown past the threshold, as in history mode:
     an interval of [0.15x, 4x] is not "unchanged", it is "could not tell" (INCONCLUSIVE)."""
@@ -114,12 +122,19 @@ def process_decision(log_ratios, processes, *, threshold: float, alpha: float, f
     se = max(float(medians.std(ddof=1)) / math.sqrt(k), 1e-12)
     t = stats.t(df=k - 1)
     p_slower, p_faster = float(t.sf(centre / se)), float(t.cdf(centre / se))
-    half, strict_half = float(t.ppf(0.5 + confidence / 2)) * se, float(t.ppf(1 - level)) * se
+    early = early_confidence(confidence, len(PROCESS_LOOKS))
+    half, strict_half = (float(t.ppf(0.5 + c / 2)) * se for c in (confidence, early))
     interval, strict = (centre - half, centre + half), (centre - strict_half, centre + strict_half)
     theta = math.log1p(threshold)
     status, decided = _three_valued(centre, interval, strict, (p_slower, p_faster), level, theta, final)
     ci = (math.exp(interval[0]), math.exp(interval[1]))
     return PairedDecision(status, decided, math.exp(centre), ci, p_slower, threshold, len(log_ratios), level, k)
+
+
+def early_confidence(confidence: float, looks: int) -> float:
+    """The confidence of the interval that stops a benchmark early as UNCHANGED: the printed
+    interval's error split over the looks (the module's docstring)."""
+    return 1 - (1 - confidence) / looks
 
 
 def median_interval(values, confidence: float) -> tuple[float, float]:

@@ -68,6 +68,47 @@ def test_an_unchanged_benchmark_is_decided_unchanged():
     assert found.count("UNCHANGED") == len(found)
 
 
+def first_stop(ratios, processes):
+    """The decision at the first look that decides, going through the looks as the schedule does
+    (the pairs of process pair k are those at k, k + PROCESSES, ...), or the last one."""
+    for per_process in paired.PROCESS_LOOKS:
+        count = per_process * PROCESSES
+        decision = paired.process_decision(
+            ratios[:count], processes[:count], threshold=0.05, alpha=ALPHA, final=count >= len(ratios)
+        )
+        if decision.decided or count >= len(ratios):
+            return decision
+    raise AssertionError("no look")
+
+
+def test_an_unchanged_benchmark_stops_at_the_first_look_when_its_interval_there_rules_out_the_threshold():
+    # 1.5% per process: at 3 pairs per process pair the 99% interval is about +-3%, inside 5%.
+    # (Held to the false-alarm level, +-5.2 standard errors, it never stopped early: every
+    # unchanged benchmark spent its whole budget.)
+    rng = np.random.default_rng(5)
+    first = []
+    for _ in range(100):
+        ratios, processes = simulated(rng, 0.0, process_sd=0.015)
+        look = paired.process_decision(
+            ratios[: 3 * PROCESSES], processes[: 3 * PROCESSES], threshold=0.05, alpha=ALPHA, final=False
+        )
+        first.append(look.status if look.decided else "undecided")
+    assert first.count("UNCHANGED") >= 75, first.count("UNCHANGED")
+
+
+def test_a_slowdown_of_the_threshold_stops_as_unchanged_at_most_one_time_in_twenty():
+    # the early looks' promise: each at 2.5% / looks, the last at 2.5%
+    global PER_PROCESS
+    rng, kept = np.random.default_rng(8), PER_PROCESS
+    PER_PROCESS = paired.PROCESS_LOOKS[-1]
+    try:
+        found = [first_stop(*simulated(rng, 0.05, process_sd=0.015, outliers=0.0)).status for _ in range(400)]
+    finally:
+        PER_PROCESS = kept
+    assert found.count("UNCHANGED") <= 0.05 * len(found), found.count("UNCHANGED")
+    assert found.count("REGRESSED") >= 0.3 * len(found)  # (the slowdown is there to be caught)
+
+
 def test_the_rule_looks_only_when_every_process_pair_has_as_many_pairs_at_a_look():
     rng = np.random.default_rng(3)
     ratios, processes = simulated(rng, 0.0, process_sd=0.0)  # 6 pairs per process pair: a look
