@@ -23,13 +23,11 @@ from typing import Protocol
 from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.processes.served import Block
 
+# A block is one round of the measurement's own length (max_time / 20), not shorter: the first call
+# after the other side's block runs on caches that block evicted, and a block's median must rest on
+# calls past it. Blocks of a hundredth of the budget held one call of a millisecond-scale kernel and
+# read it twice as slow as it is, and the rule lost the power to see +10% there.
 ROUNDS_PER_BLOCK = 1
-# A block lasts about max_time / BLOCKS_PER_BUDGET (the round's length: one round per block). Short:
-# the rule reads each process pair's median over its pairs, and what it needs is pairs from every
-# process pair soon (the first look is 3 per process pair, 48 blocks with 8 per side), each pair
-# two neighbouring blocks close in time, so that the machine's drift cancels within it. At 20 per
-# budget (history mode's round), the first look alone took 2.4 s of a 1 s budget per benchmark.
-BLOCKS_PER_BUDGET = 100
 MAX_PAIRS = 512
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from pytest_tesserabench.ab import worktree
-from pytest_tesserabench.ab.interleave import BLOCKS_PER_BUDGET, interleave, measuring_cpu
+from pytest_tesserabench.ab.interleave import interleave, measuring_cpu
 from pytest_tesserabench.gate import paired
 from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.options import Settings
@@ -223,8 +223,7 @@ class ABLead:
         count = len(self.candidates)
         cpu = measuring_cpu()
         try:
-            block_s = budget.max_time / BLOCKS_PER_BUDGET
-            plans = [process.warm_up(cpu, block_s) for process in self._all()]  # one at a time
+            plans = [process.warm_up(cpu) for process in self._all()]  # one at a time
             candidate = sampling.start_measurement(timer, plans[0])  # the first candidate's plan
             result = interleave(
                 list(zip(self.candidates, self.references, strict=True)),

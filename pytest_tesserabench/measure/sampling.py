@@ -99,16 +99,10 @@ class Plan:
 
 
 def warm_up(
-    timer: Timer,
-    budget: Budget,
-    *,
-    clock: Callable[[], float] = time.perf_counter,
-    ranks: Ranks = SOLO,
-    round_s: float | None = None,
+    timer: Timer, budget: Budget, *, clock: Callable[[], float] = time.perf_counter, ranks: Ranks = SOLO
 ) -> Plan:
     """Warm up for ``budget.warmup`` seconds (at least one call), then calibrate the timer and
-    size rounds to about ``round_s`` (by default ``max_time / ROUNDS_PER_BUDGET``); every rank
-    agrees on both."""
+    size rounds to about ``max_time / ROUNDS_PER_BUDGET``; every rank agrees on both."""
     __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
     start = clock()
     durations = []
@@ -120,7 +114,7 @@ def warm_up(
     per_call = ranks.max([max(statistics.median(durations[-5:]), 1e-9)])[0]
     timer.calibrate(per_call)
     sample_s = per_call * timer.inner
-    round_s = budget.max_time / ROUNDS_PER_BUDGET if round_s is None else round_s
+    round_s = budget.max_time / ROUNDS_PER_BUDGET
     samples_per_round = int(min(MAX_SAMPLES_PER_ROUND, max(1, round_s // sample_s)))
     if ranks.size > 1:  # the inner loop count and round length decide how many calls each rank makes
         inner, samples_per_round = (int(v) for v in ranks.agree([timer.inner, samples_per_round]))

@@ -146,7 +146,7 @@ class ServeLoop:
                 if op in ("warm", "block"):
                     _pin(message.get("cpu"))  # the lead's CPU: every process measured on one
                 if op == "warm":
-                    plan = sampling.warm_up(timer, budget, round_s=message.get("round_s"))
+                    plan = sampling.warm_up(timer, budget)
                     measurement = sampling.start_measurement(timer, plan)
                     self.connection.send({"op": "plan", "plan": dataclasses.asdict(plan)})
                     continue

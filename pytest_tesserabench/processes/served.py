@@ -296,11 +296,10 @@ class ServedProcess:
             return Reached(name=message["name"], timer=message["timer"])
         return TestDone(**{k: v for k, v in message.items() if k != "op"})
 
-    def warm_up(self, cpu: int | None, round_s: float | None = None) -> Plan:
+    def warm_up(self, cpu: int | None) -> Plan:
         """Warm up the reached call on ``cpu`` (one process at a time: warm-up calibrates the round
-        length, which processes warming up together on one device would get wrong), with rounds of
-        about ``round_s`` (by default the measurement's own: sampling.warm_up)."""
-        self._send({"op": "warm", "cpu": cpu, "round_s": round_s})
+        length, which processes warming up together on one device would get wrong)."""
+        self._send({"op": "warm", "cpu": cpu})
         return Plan(**self._measuring_answer(TEST_TIMEOUT_S)["plan"])
 
     def block(self, rounds: int, cpu: int | None = None) -> Block:

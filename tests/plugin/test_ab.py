@@ -96,16 +96,6 @@ def test_a_slowdown_fails_exactly_its_test_and_both_sides_are_recorded(repo, tmp
     assert worktrees(repo) == []  # removed at the end
 
 
-def test_an_ab_block_is_a_hundredth_of_the_budget(repo, tmp_path):
-    # (history mode's round is a twentieth: ab/interleave.py's BLOCKS_PER_BUDGET says why not here)
-    out = tmp_path / "run.json"
-    args = ("--bench-max-time=1.0", "--bench-warmup=0", "--bench-ab-processes=4", "-p", "no:randomly")
-    repo.runpytest("test_w.py::test_work[a]", "--bench-ab=main", f"--bench-json={out}", *args).assert_outcomes(passed=1)
-    record = json.loads(out.read_text())["benchmarks"]["test_w.py::test_work[a]"]
-    assert record["sampling"]["samples_per_round"] in (4, 5)  # 10 ms of 2 ms calls (20-25 in a twentieth)
-    assert record["verdict"]["status"] == "UNCHANGED"
-
-
 def test_new_missing_and_a_test_that_fails_on_the_reference(repo):
     path = repo.path / "test_w.py"
     path.write_text(
