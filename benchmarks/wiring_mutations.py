@@ -187,6 +187,20 @@ MUTATIONS = (
         ("tests/gate/test_bad_input.py",),
     ),
     Mutation(
+        "A/B stopping early as UNCHANGED at the printed interval's error over the looks",
+        "pytest_tesserabench/gate/paired.py",
+        "    return 1 - (1 - confidence) / looks",
+        "    return 1 - (1 - confidence) / looks / 100",
+        ("tests/gate/test_ab_rule.py",),
+    ),
+    Mutation(
+        "every other benchmark in how unalike a run took its shift",
+        "pytest_tesserabench/gate/model.py",
+        "spread = moderated(float(np.var(others, ddof=1)))",
+        "spread = moderated(float(np.var(np.delete(others, np.argmax(np.abs(others - value))), ddof=1)))",
+        ("tests/gate/test_golden.py",),
+    ),
+    Mutation(
         "first benchmarks widened by the canary's move",
         "pytest_tesserabench/gate/model.py",
         "Shift(0.0, model.shift_sd**2 + moved**2, source, canary_moved=moved)",
