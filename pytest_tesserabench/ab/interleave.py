@@ -25,8 +25,8 @@ from pytest_tesserabench.processes.served import Block
 
 # A block is one round of the measurement's own length (max_time / 20), not shorter: the first call
 # after the other side's block runs on caches that block evicted, and a block's median must rest on
-# calls past it. Blocks of a hundredth of the budget held one call of a millisecond-scale kernel and
-# read it twice as slow as it is, and the rule lost the power to see +10% there.
+# calls past it (a block of one call of a millisecond-scale kernel can read twice its time, and
+# hide a slowdown in that noise).
 ROUNDS_PER_BLOCK = 1
 MAX_PAIRS = 512
 

@@ -14,8 +14,8 @@ Stopping early as UNCHANGED is a promise of another kind: that a slowdown of the
 ruled out, at the confidence of the interval printed (95%: a slowdown of exactly the threshold
 reads UNCHANGED at most 2.5% of the time at the last look). The interim looks share that budget
 (Bonferroni again: each at 2.5% / looks), so all of them together and the last add up to at most
-5%. Held to the false-alarm level instead (alpha / m / looks), as it once was, an unchanged
-benchmark could almost never stop early: every one spent its whole budget and more.
+5%. Held to the false-alarm level instead (alpha / m / looks), an unchanged benchmark could
+almost never stop early: every one would spend its whole budget and more.
 """
 
 from __future__ import annotations
