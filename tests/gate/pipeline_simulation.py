@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pytest_tesserabench.gate.pipeline import History
 from pytest_tesserabench.record.results import BenchRecord, FreshProcess, RunDocument, Sampling, Stats
 
 PASSES = 4
@@ -194,7 +195,6 @@ def without_fresh(run: RunDocument) -> RunDocument:
 def suite_rule(config):
     """``suite_fails`` for simulate: whether the suite-wide rule fails a run, as the plugin decides
     it at the end of the run (History.suite_shift with the run's canary)."""
-    from pytest_tesserabench.gate.pipeline import History
 
     def fails(candidate: RunDocument, baseline: list[RunDocument]) -> bool:
         canary = math.log(float(np.median(candidate.canary_ms))) if candidate.canary_ms else None

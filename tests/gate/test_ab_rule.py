@@ -15,12 +15,12 @@ ALPHA = 0.01 / 6  # the suite's alpha over six benchmarks, as in gate_real.py
 PROCESSES, PER_PROCESS = 8, 6
 
 
-def simulated(rng, effect, *, process_sd, pair_sd=0.02, outliers=0.05):
-    """Log ratios and their process pairs: each process a steady bias, each pair its noise, and a
-    few pairs straddling a step of the machine's speed (+-40%)."""
+def simulated(rng, effect, *, process_sd, pair_sd=0.02, outliers=0.05, per_process=PER_PROCESS):
+    """Log ratios and their process pairs (``per_process`` pairs each): each process a steady bias,
+    each pair its noise, and a few pairs straddling a step of the machine's speed (+-40%)."""
     candidate_bias = rng.normal(0, process_sd, PROCESSES)
     reference_bias = rng.normal(0, process_sd, PROCESSES)
-    processes = [k % PROCESSES for k in range(PROCESSES * PER_PROCESS)]
+    processes = [k % PROCESSES for k in range(PROCESSES * per_process)]
     ratios = []
     for process in processes:
         d = math.log1p(effect) + candidate_bias[process] - reference_bias[process] + rng.normal(0, pair_sd)
@@ -98,13 +98,10 @@ def test_an_unchanged_benchmark_stops_at_the_first_look_when_its_interval_there_
 
 def test_a_slowdown_of_the_threshold_stops_as_unchanged_at_most_one_time_in_twenty():
     # the early looks' promise: each at 2.5% / looks, the last at 2.5%
-    global PER_PROCESS
-    rng, kept = np.random.default_rng(8), PER_PROCESS
-    PER_PROCESS = paired.PROCESS_LOOKS[-1]
-    try:
-        found = [first_stop(*simulated(rng, 0.05, process_sd=0.015, outliers=0.0)).status for _ in range(400)]
-    finally:
-        PER_PROCESS = kept
+    rng, last = np.random.default_rng(8), paired.PROCESS_LOOKS[-1]
+    found = [
+        first_stop(*simulated(rng, 0.05, process_sd=0.015, outliers=0.0, per_process=last)).status for _ in range(400)
+    ]
     assert found.count("UNCHANGED") <= 0.05 * len(found), found.count("UNCHANGED")
     assert found.count("REGRESSED") >= 0.3 * len(found)  # (the slowdown is there to be caught)
 
