@@ -229,7 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _scaling(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench.scaling import ScalingError, render, scaling
+    from pytest_tesserabench.report.scaling import ScalingError, render, scaling
 
     runs = [(str(path), run) for path in args.runs for run in load(path)[-1:]]
     try:

@@ -29,7 +29,7 @@ import functools
 import os
 
 from kernels._common import is_interpreting
-from pytest_tesserabench import collectives
+from pytest_tesserabench.distributed import collectives
 
 # The GPU's size set where kernels run on one, the interpreter's elsewhere.
 # TESSERABENCH_SUITE_SIZES=device collects the GPU's ids without one, to gate the static figures of a

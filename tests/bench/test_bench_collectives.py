@@ -1,6 +1,6 @@
 """Collective communication over torch.distributed: all-reduce, all-gather, reduce-scatter,
 all-to-all, broadcast and send/recv over message sizes and dtypes, each with its algorithm and bus
-bandwidth as nccl-tests defines them (pytest_tesserabench.collectives); all-reduce on each
+bandwidth as nccl-tests defines them (pytest_tesserabench.distributed.collectives); all-reduce on each
 dimension of a device mesh; and a row-parallel linear layer (matmul, then all-reduce) whose times
 at several world sizes give its strong scaling.
 
@@ -14,7 +14,7 @@ import pytest
 import suite_config as cfg
 import torch
 
-from pytest_tesserabench import collectives
+from pytest_tesserabench.distributed import collectives
 
 
 def _measure(bench, dist, op, size, dtype, *, group=None, name=None):

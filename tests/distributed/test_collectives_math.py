@@ -3,7 +3,7 @@
 import pytest
 from nccl_tests_factors import FACTORS as NCCL_TESTS_FACTORS
 
-from pytest_tesserabench import collectives
+from pytest_tesserabench.distributed import collectives
 
 
 @pytest.mark.parametrize("op", collectives.OPS)

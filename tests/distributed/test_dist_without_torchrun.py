@@ -13,7 +13,7 @@ def test_one_rank_group_records_and_skips_with_the_command(pytester, fast, tmp_p
     pytester.makepyfile(
         test_coll="""
         import pytest, torch
-        from pytest_tesserabench import collectives
+        from pytest_tesserabench.distributed import collectives
 
         def test_all_reduce(bench, dist):
             assert (dist.rank, dist.world_size, dist.backend, dist.device.type) == (0, 1, "gloo", "cpu")

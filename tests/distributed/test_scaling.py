@@ -6,7 +6,7 @@ import pytest
 
 from pytest_tesserabench import cli
 from pytest_tesserabench.record.results import BenchRecord, RunDocument, Stats
-from pytest_tesserabench.scaling import ScalingError, scaling
+from pytest_tesserabench.report.scaling import ScalingError, scaling
 
 
 def run(world_size, times):

@@ -18,6 +18,7 @@ ALLOWED = {
     "ab": {"record", "measure", "processes", "gate", "options"},
     "tuning": {"record", "machine", "measure", "inspect", "gate", "options"},
     "distributed": {"machine"},
+    "report": {"record", "machine", "inspect", "gate", "history", "processes", "ab", "options"},
 }
 
 
