@@ -5,6 +5,7 @@ their own noise, a baseline of three saves (each the session's process in four p
 processes), and a candidate run per slowdown (two benchmarks made 5%, 10%, 20% slower): drift of
 different sizes per benchmark, processes with a bias of their own and now and then an odd state, a
 bimodal benchmark, slow stretches over a pass, a baseline save now and then on a busy machine,
+on the 'busy moments' machines slow stretches that catch a benchmark's fresh processes together,
 and for the loaded machines a candidate run under a shared slowdown of 30-60% that the benchmarks
 take unalike (0.7-1.3 times it; 0.4-1.6 times for 'loaded unalike'). Every run is judged as
 `tesserabench compare` judges a run file (gate.pipeline.judge_run: centres, the run-effect model,
@@ -37,6 +38,8 @@ MACHINES = {
     "quiet": Machine(),
     "loaded": Machine(loaded=(0.26, 0.47)),
     "loaded unalike": Machine(loaded=(0.26, 0.47), response=(0.4, 1.6)),
+    "quiet, busy moments": Machine(fresh_stretch_rate=0.1),
+    "loaded unalike, busy moments": Machine(loaded=(0.26, 0.47), response=(0.4, 1.6), fresh_stretch_rate=0.1),
 }
 
 

@@ -397,6 +397,20 @@ MUTATIONS = (
         ("tests/gate/test_imported_history.py",),
     ),
     Mutation(
+        "fresh processes are one moment against this process's",
+        "pytest_tesserabench/gate/pipeline.py",
+        "                later_together=True,",
+        "                later_together=False,",
+        ("tests/gate/test_gate_rule.py",),
+    ),
+    Mutation(
+        "the moments' disagreement reaches the verdict",
+        "pytest_tesserabench/gate/rule.py",
+        "    disagree = (2 * nc.cand_spread > np.abs(diff)) | moments_apart",
+        "    disagree = 2 * nc.cand_spread > np.abs(diff)",
+        ("tests/gate/test_gate_rule.py",),
+    ),
+    Mutation(
         "offline compare: the measuring order",
         "pytest_tesserabench/gate/pipeline.py",
         "for bench_id in candidate.measured_order or list(candidate.benchmarks):",

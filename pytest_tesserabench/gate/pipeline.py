@@ -208,6 +208,7 @@ class History:
                 *_summaries([r for _, r in kept], base_shifts, self.cache),
                 *_summaries(candidates, cand_shifts),
                 candidate_spread=False,
+                later_together=True,
             )
             saves = len({self.saves[j] for j, _ in kept}) if self.saves else nc.n_base[0]
             gated.append((record, nc, kernels, history, shift, busy, len(candidates), saves))
@@ -519,8 +520,9 @@ def _hint(stage: str, history: int, detectable: float, threshold: float, shift: 
         )
     if stage == PROCESSES:
         return (
-            "the processes that measured it disagree by more than the change: a process's own state, not the code. "
-            "--bench-ab=REF measures it in several processes per side"
+            "the processes that measured it disagree by more than the change: a process's own state, or the machine "
+            "at the moment the fresh ones measured it, not the code. --bench-ab=REF measures both sides at the same "
+            "moments, in several processes per side"
         )
     if history < MIN_RECOMMENDED_HISTORY:
         return (

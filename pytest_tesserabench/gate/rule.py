@@ -25,6 +25,10 @@ Verdicts, at ``alpha / m`` and the user's threshold theta (never raised for a no
   candidate's processes disagree on by more than its own size (their typical distance from their
   median more than half the change; for two, their gap more than the change): one process's state
   is not a slowdown of the code (stage ``processes``). One odd process of three moves neither.
+  Fresh processes that measured a benchmark again, one after another, share that moment (a
+  neighbour busy then moves them all, and the run's shift, estimated at this process's passes,
+  does not know it): they count as one reading against this process's, and two readings further
+  apart than the change they read together confirm nothing either.
 
 The run's shared shift is a correction, not a measurement: its variance (model.Shift) is part of
 Var(D), and a verdict the removed shift outweighs, whose variance is more how unalike the
@@ -69,6 +73,8 @@ class NoiseComponents:
     n_base: np.ndarray  # baseline centres (processes)
     n_cand: np.ndarray  # candidate centres (processes)
     cand_spread: np.ndarray  # how far the candidate's processes sit from their median (log MAD; 0 for one)
+    here_diff: np.ndarray  # the first candidate centre's change (this process's; D where there is one)
+    later_diff: np.ndarray  # the median change of the others where they share a later moment (nan: none)
 
 
 def noise_components(
@@ -80,11 +86,14 @@ def noise_components(
     cand_rounds: np.ndarray,
     *,
     candidate_spread: bool = True,
+    later_together: bool = False,
 ) -> NoiseComponents:
     """From per-centre summaries of shape (N, n) (baseline) and (N, c) (candidate).
     ``candidate_spread``: the candidate's centres are runs of their own, whose spread joins the
     between-run estimate (the tuner's alternating runs); False where they are processes of one
-    run (history mode): their spread says how processes differ within a run, not how runs do."""
+    run (history mode): their spread says how processes differ within a run, not how runs do.
+    ``later_together``: the candidate centres after the first were measured later, one after the
+    other (history mode's fresh processes, after this process's passes): a moment they share."""
     bc, bw, bn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (base_centres, base_within, base_rounds))
     cc, cw, cn = (np.atleast_2d(np.asarray(a, dtype=float)) for a in (cand_centres, cand_within, cand_rounds))
     h_b, h_c = bc.shape[-1], cc.shape[-1]
@@ -120,6 +129,12 @@ def noise_components(
         n_base=np.full(base_centre.shape, float(h_b)),
         n_cand=np.full(base_centre.shape, float(h_c)),
         cand_spread=np.median(np.abs(cc - cand_centre[..., None]), axis=-1),
+        here_diff=cc[..., 0] - base_centre,
+        later_diff=(
+            np.median(cc[..., 1:], axis=-1) - base_centre
+            if later_together and h_c > 1
+            else np.full(base_centre.shape, np.nan)
+        ),
     )
 
 
@@ -227,7 +242,15 @@ def decide(
     )
     # Processes that disagree by more than the change confirm nothing (a process's state): the
     # typical one further from their median than half the change (two: further apart than it).
-    by_processes = ((status == "REGRESSED") | (status == "IMPROVED")) & (2 * nc.cand_spread > np.abs(diff))
+    # Fresh processes measured one after another share the moment they were measured at, which
+    # the run's shift (estimated at this process's passes) does not know: a neighbour busy then
+    # moves them all. So they are one reading of that moment, and this process another, and two
+    # moments further apart than the change they read together confirm nothing either.
+    here, later = nc.here_diff, nc.later_diff
+    with np.errstate(invalid="ignore"):
+        moments_apart = np.isfinite(later) & (np.abs(here - later) > np.abs(here + later) / 2)
+    disagree = (2 * nc.cand_spread > np.abs(diff)) | moments_apart
+    by_processes = ((status == "REGRESSED") | (status == "IMPROVED")) & disagree
     # A correction is only as good as its error: a verdict that the removed shift outweighs, and
     # whose variance is more how unalike the benchmarks took it than its own measurement, rests on
     # an assumption about this benchmark's share of the shift, not on a measurement: decided

@@ -14,7 +14,10 @@ The machine, in log time, per benchmark b of a suite (each level a draw, each dr
   an odd state (with probability ``odd_rate``, +20% to +70% for its whole life); one benchmark of
   the suite is bimodal (each process sits at +8% with probability 0.3: ``two_states``);
 * a **pass** of the session's process can catch a slow stretch of the machine (probability
-  ``stretch_rate``: +5% to +40% for the benchmarks measured in it);
+  ``stretch_rate``: +5% to +40% for the benchmarks measured in it); so can the **fresh processes**
+  of a benchmark, which measure it one after the other at one moment (``fresh_stretch_rate``, 0
+  unless a machine says: the same stretch for all of them, and for that benchmark only, as a
+  neighbour contending for the memory slows a memory-bound benchmark and leaves the others be);
 * a **round** adds round noise (sd ``round_sd[b]``) and now and then a spike (+10-50%).
 
 A baseline is ``history`` saves, each the session's process in 4 passes and ``save_processes``
@@ -59,6 +62,7 @@ class Machine:
     odd_rate: float = 0.03
     two_states: tuple[float, float] = (0.08, 0.3)  # the bimodal benchmark's slow state; how often a process is in it
     stretch_rate: float = 0.1
+    fresh_stretch_rate: float = 0.0
     spike_rate: float = 0.05
     busy_save: float = 0.1  # probability that a baseline save's session process ran on a busy machine
 
@@ -158,11 +162,17 @@ def make_run(
         session = session + np.log1p(rng.uniform(0.2, 1.0)) * rng.uniform(0.5, 1.5, m)
     processes = [run_level + _process_levels(rng, suite, machine) for _ in range(fresh)]
     canary = CANARY_MS * math.exp(shift * rng.uniform(*machine.response))
+    moment = np.zeros(m)  # (drawn only where the machine has them: other machines' draws stay as they were)
+    if machine.fresh_stretch_rate > 0:
+        moment = (rng.random(m) < machine.fresh_stretch_rate) * np.log1p(rng.uniform(0.05, 0.4, m))
     records = {}
     for b, bench_id in enumerate(suite.ids):
         kept = [
             FreshProcess(
-                tuple(float(r) for r in _rounds(rng, process[b], suite.round_sd[b], machine, False, FRESH_ROUNDS)),
+                tuple(
+                    float(r)
+                    for r in _rounds(rng, process[b] + moment[b], suite.round_sd[b], machine, False, FRESH_ROUNDS)
+                ),
                 (FRESH_ROUNDS,) * PASSES,
                 canary,
             )

@@ -236,7 +236,7 @@ def test_a_shift_is_a_correction_to_judge_through_while_how_unalike_it_was_taken
     nc = NoiseComponents(
         diff=one([change]), base_centre=one([0.0]), cand_centre=one([change]), between_est=one([1e-5]),
         between_df=one([3.0]), within_base=one([1e-7]), within_cand=one([1e-7]), n_base=one([4.0]),
-        n_cand=one([1.0]), cand_spread=one([0.0]),
+        n_cand=one([1.0]), cand_spread=one([0.0]), here_diff=one([change]), later_diff=one([np.nan]),
     )  # fmt: skip
     dec = decide(
         nc, one([1e-5]), GateConfig(), 8, shift_var=unalike**2 + 1e-5, shift_df=8.0, unalike_var=unalike**2, shift=shift
@@ -300,6 +300,19 @@ def test_processes_that_disagree_by_more_than_the_change_confirm_nothing():
     split = compare_runs(runs_at(1.0, first=[1.3]), base, processes=runs_at(1.0, 1.0, first=[1.06, 1.6]))[IDS[0]]
     assert split.status == "INCONCLUSIVE" and split.stage == "processes"
     assert "disagree by more than the change" in split.hint()
+
+
+def test_fresh_processes_that_agree_with_each_other_and_not_with_this_one_confirm_nothing():
+    # This process read +6% in its passes; two fresh processes, measured one after the other
+    # later, +90% and +109% (a neighbour contending for the memory then): the median of the three
+    # is theirs, but they are one moment against another, further apart than the change they read
+    # together, and nothing tells the code's change from that moment's.
+    base = runs_at(*(math.exp(0.002 * k) for k in (-4, -2, 0, 2, 4)))
+    later = compare_runs(runs_at(1.0, first=[1.06]), base, processes=runs_at(1.0, 1.0, first=[1.9, 2.09]))[IDS[0]]
+    assert later.status == "INCONCLUSIVE" and later.stage == "processes"
+    # The same readings with this process read at the fresh processes' moment decide it.
+    alike = compare_runs(runs_at(1.0, first=[1.85]), base, processes=runs_at(1.0, 1.0, first=[1.9, 2.09]))[IDS[0]]
+    assert alike.status == "REGRESSED"
 
 
 def test_config_validation_names_the_field():
