@@ -161,3 +161,4 @@ def run_earlier(passes: Passes, items: list, run_item: Callable, say: Callable[[
                 passes.failed_earlier[item.nodeid] = f"failed in pass {index + 1} of {passes.total} ({why})"
     passes.current = passes.total - 1
     passes.nodeid = None
+    say(f"tesserabench: pass {passes.total} of {passes.total}, the one pytest runs and reports")
