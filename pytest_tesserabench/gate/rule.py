@@ -27,8 +27,9 @@ Verdicts, at ``alpha / m`` and the user's threshold theta (never raised for a no
   is not a slowdown of the code (stage ``processes``). One odd process of three moves neither.
   Fresh processes that measured a benchmark again, one after another, share that moment (a
   neighbour busy then moves them all, and the run's shift, estimated at this process's passes,
-  does not know it): they count as one reading against this process's, and two readings further
-  apart than the change they read together confirm nothing either.
+  does not know it): they count as one reading against this process's, and as interference only
+  slows, fresh processes that read it slower than this process by more than the change the two
+  readings make together confirm nothing either.
 
 The run's shared shift is a correction, not a measurement: its variance (model.Shift) is part of
 Var(D), and a verdict the removed shift outweighs, whose variance is more how unalike the
@@ -244,11 +245,13 @@ def decide(
     # typical one further from their median than half the change (two: further apart than it).
     # Fresh processes measured one after another share the moment they were measured at, which
     # the run's shift (estimated at this process's passes) does not know: a neighbour busy then
-    # moves them all. So they are one reading of that moment, and this process another, and two
-    # moments further apart than the change they read together confirm nothing either.
+    # slows them all. So they are one reading of that moment, and this process another; and as
+    # interference only slows, a later moment that read it slower than this process did, by more
+    # than the change the two read together, confirms nothing. (Read faster, this process is the
+    # odd one, and the rest of the rule stands: one odd process of three moves nothing.)
     here, later = nc.here_diff, nc.later_diff
     with np.errstate(invalid="ignore"):
-        moments_apart = np.isfinite(later) & (np.abs(here - later) > np.abs(here + later) / 2)
+        moments_apart = np.isfinite(later) & (later - here > np.abs(here + later) / 2)
     disagree = (2 * nc.cand_spread > np.abs(diff)) | moments_apart
     by_processes = ((status == "REGRESSED") | (status == "IMPROVED")) & disagree
     # A correction is only as good as its error: a verdict that the removed shift outweighs, and

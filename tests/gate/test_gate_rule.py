@@ -313,6 +313,10 @@ def test_fresh_processes_that_agree_with_each_other_and_not_with_this_one_confir
     # The same readings with this process read at the fresh processes' moment decide it.
     alike = compare_runs(runs_at(1.0, first=[1.85]), base, processes=runs_at(1.0, 1.0, first=[1.9, 2.09]))[IDS[0]]
     assert alike.status == "REGRESSED"
+    # Read slower here than there, this process is the odd one (a process's state, or a busy
+    # pass): the fresh processes' +25% stands.
+    odd_here = compare_runs(runs_at(1.0, first=[2.0]), base, processes=runs_at(1.0, 1.0, first=[1.24, 1.26]))[IDS[0]]
+    assert odd_here.status == "REGRESSED" and odd_here.ratio == pytest.approx(1.26, abs=0.01)
 
 
 def test_config_validation_names_the_field():
