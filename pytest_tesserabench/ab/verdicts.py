@@ -33,7 +33,8 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
         reference_rounds = ab.reference_rounds_ms
         notes = list(kernels.notes)
         if ab.settle_s:
-            notes.append(f"settled: {ab.settle_s:.1f} s of extra A/B pairs")
+            more = f"{ab.settle_s:.1f} s of extra A/B pairs"
+            notes.append(f"measured {more}" + (", and still undecided" if decision.status == "INCONCLUSIVE" else ""))
         if ab.reference_outcome not in (None, "passed"):
             why = f": {ab.reference_error}" if ab.reference_error else ""
             notes.append(f"the test {ab.reference_outcome} at {where}{why}")

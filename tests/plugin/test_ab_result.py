@@ -2,6 +2,7 @@
 
 import pytest
 
+from pytest_tesserabench.ab.verdicts import ab_verdicts
 from pytest_tesserabench.record.results import ABDecision, ABResult, BenchRecord, DocumentError
 
 DECIDED = {
@@ -60,3 +61,20 @@ def test_a_record_carries_it_through_its_json():
 def test_bad_values_are_named(change, message):
     with pytest.raises(DocumentError, match=message.replace("[", r"\[").replace("]", r"\]")):
         ABResult.from_json({**DECIDED, **change}, "ab")
+
+
+@pytest.mark.parametrize(
+    ("status", "said"),
+    [
+        ("UNCHANGED", "measured 2.0 s of extra A/B pairs"),
+        ("INCONCLUSIVE", "measured 2.0 s of extra A/B pairs, and still undecided"),
+    ],
+)
+def test_a_verdict_says_the_extra_pairs_it_measured_and_whether_they_settled_it(status, said):
+    data = {**DECIDED, "decision": {**DECIDED["decision"], "status": status, "decided": False}}
+    record = BenchRecord(
+        nodeid="t.py::test", name=None, group="t.py", timer="cpu", rounds_ms=[1.0, 1.1], stats=None,
+        ab=ABResult.from_json(data, "ab"),
+    )  # fmt: skip
+    verdict = ab_verdicts([record], 0.05, machine={})[record.id]
+    assert verdict.status == status and said in verdict.notes
