@@ -95,6 +95,12 @@ class BaselineComparison:
             }
         )
 
+    def reach(self, processes: int) -> dict[str, float]:
+        """Per timed benchmark of the baseline: the smallest slowdown the gate catches against it on
+        this machine (gate.pipeline History.detectable), measured in ``processes`` processes; empty
+        where the timings come from another machine."""
+        return self.history.detectable(processes=processes) if self.same_machine else {}
+
     def describe(self) -> str:
         what = "timings and kernel figures" if self.same_machine else "kernel figures only (another machine)"
         runs, processes = len(self.baseline.runs), len(self.runs)

@@ -7,6 +7,7 @@ then the middle of a name).
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 from collections.abc import Mapping, Sequence
@@ -192,6 +193,23 @@ def ab_conditions_line() -> str:
     )
 
 
+def reach_line(reach: Mapping[str, float], threshold: float) -> str | None:
+    """The header's word, before anything is measured, on what the baseline lets the gate see on
+    this machine: said only when some timed benchmark cannot be judged at ``threshold`` (those
+    end INCONCLUSIVE below what they can catch), with what judges them there."""
+    above = sorted(size for size in reach.values() if size > threshold)
+    if not above:
+        return None
+    # rounded up: a benchmark left out at 5% must not read "5%"
+    low, high = (math.ceil(size * 100) for size in (above[0], above[-1]))
+    sizes = f"{low}%" if low == high else f"{low}-{high}%"
+    return (
+        f"tesserabench: against it the gate catches {threshold:.0%} in {len(reach) - len(above)} of {len(reach)} "
+        f"timed benchmark(s) on this machine, {sizes} in the others (INCONCLUSIVE below that); --bench-ab=REF "
+        f"judges them at {threshold:.0%} in one job"
+    )
+
+
 def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
 
@@ -209,6 +227,9 @@ def header_lines(state, interpret_switch) -> list[str]:
     lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{pools}{triton}"]
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
+        reach = reach_line(state.comparison.reach(processes=1 + settings.confirm), settings.threshold)
+        if reach:
+            lines.append(reach)
     if state.passes is not None:
         lines.append(
             f"tesserabench: {state.passes.total} interleaved passes over the benchmark tests (--bench-passes), "

@@ -82,6 +82,18 @@ def test_a_save_says_which_benchmarks_the_gate_cannot_judge_at_the_threshold(pro
     assert len(caught) == 3 and all(float(size) > 1 for size in caught), strict
 
 
+def test_a_compare_says_upfront_what_the_baseline_lets_it_judge_on_this_machine(project, monkeypatch):
+    save_three(project, monkeypatch)
+    lenient = " ".join(project.runpytest("--bench-compare=main", "--bench-threshold=10", *ARGS).stdout.str().split())
+    assert "against it the gate catches" not in lenient
+    strict = " ".join(project.runpytest("--bench-compare=main", "--bench-threshold=1", *ARGS).stdout.str().split())
+    said = re.search(
+        r"against it the gate catches 1% in 0 of 3 timed benchmark\(s\) on this machine, ([\d-]+)% in", strict
+    )
+    assert said and int(said.group(1).split("-")[0]) > 1, strict
+    assert "--bench-ab=REF judges them at 1% in one job" in strict
+
+
 def test_a_thirty_percent_slowdown_fails_exactly_its_test(project, monkeypatch):
     save_three(project, monkeypatch)
     monkeypatch.setenv("SLOWER_b", "1.3")
