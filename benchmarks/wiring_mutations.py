@@ -548,8 +548,8 @@ MUTATIONS = (
     Mutation(
         "--bench-confirm: processes that disagree by more than the change confirm nothing",
         "pytest_tesserabench/gate/rule.py",
-        "& (2 * nc.cand_spread > np.abs(diff))",
-        "& (nc.cand_spread > np.abs(diff))",
+        "disagree = (2 * nc.cand_spread > np.abs(diff)) | moments_apart",
+        "disagree = (nc.cand_spread > np.abs(diff)) | moments_apart",
         ("tests/gate/test_gate_rule.py",),
     ),
     Mutation(
