@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from pytest_tesserabench.machine import neighbours, run_queue
 from pytest_tesserabench.record.results import BenchRecord
 from pytest_tesserabench.record.units import format_gbps, format_ms, format_tflops
 from pytest_tesserabench.report.safe_text import printable
@@ -52,11 +53,25 @@ def notes(record: BenchRecord, *, timer_shown: bool = False) -> list[str]:
         out.append(record.timer.replace("_", " "))
     if record.stats and record.stats.noisy:
         out.append("noisy")
+    if cpu_shared(record):
+        out.append("CPU shared")
     for target in record.targets:
         if target.get("checked"):
             verdict = "met" if target.get("met") else "MISSED"
             out.append(f"target {target.get('at_least')}x vs {target.get('relative_to')} {verdict}")
     return out
+
+
+def cpu_shared(record: BenchRecord) -> bool:
+    """Whether other processes shared the CPU while this record's rounds were timed: its timing
+    thread waited for a CPU a notable share of the time (left out of the figures), or others kept
+    half a CPU or more busy beside it (caches, memory bandwidth, and a multi-threaded call's own
+    threads, which then wait for each other: a steady figure, many times the quiet one). The
+    summary's line says it of the run as a whole; this says which rows."""
+    if record.timer != "cpu":
+        return False
+    waited, timed = record.cpu_wait()
+    return (timed > 0 and waited / timed >= run_queue.SHARED) or record.others_cpus() >= neighbours.SHARED_CPUS
 
 
 # -- columns ----------------------------------------------------------------------------------------

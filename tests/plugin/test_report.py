@@ -5,10 +5,10 @@ from dataclasses import replace
 
 import pytest
 
-from pytest_tesserabench.record.results import ABDecision, ABResult, BenchRecord, Stats, Verdict
+from pytest_tesserabench.record.results import ABDecision, ABResult, BenchRecord, Sampling, Stats, Verdict
 from pytest_tesserabench.report.comparison_table import comparison_lines
 from pytest_tesserabench.report.layout import ELLIPSIS, as_text, shorten_middle, shorten_unique
-from pytest_tesserabench.report.rows import group_records, relative_speeds, row_labels, sort_records
+from pytest_tesserabench.report.rows import group_records, notes, relative_speeds, row_labels, sort_records
 from pytest_tesserabench.report.terminal import ab_counts_line, render_summary, summary_lines
 
 
@@ -177,6 +177,18 @@ def test_notes_every_row_shares_move_into_the_group_header():
     lines = render_summary(recs, width=100).splitlines()
     assert lines[0] == "a.py::t — interpreter, not gated"
     assert [("noisy" in line) for line in lines[3:]] == [False, True]
+
+
+def test_a_row_timed_while_other_processes_shared_the_cpu_says_so():
+    # A steady figure can be many times the quiet one (a two-thread matmul beside two busy
+    # processes on two CPUs: 8 ms for 0.19 ms, at +-0.9%): the row says its CPU was shared.
+    quiet = record("a.py::t[quiet]", None, 1.0, group="a.py::t")
+    busy = replace(quiet, nodeid="a.py::t[busy]", sampling=Sampling(others_cpu_s=0.66, others_wall_s=0.5))
+    waited = replace(quiet, nodeid="a.py::t[waited]", sampling=Sampling(run_queue_wait_s=0.1), samples_ms=[1.0] * 7)
+    gpu = replace(busy, nodeid="a.py::t[gpu]", timer="cuda_event")
+    assert [("CPU shared" in notes(r)) for r in (quiet, busy, waited, gpu)] == [False, True, True, False]
+    rows = {line.split()[0]: line for line in render_summary(by_id(quiet, busy), width=100).splitlines()[3:]}
+    assert "CPU shared" in rows["busy"] and "CPU shared" not in rows["quiet"], rows
 
 
 def test_columns_sort_and_group_by():
