@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -259,10 +260,26 @@ def header_lines(state, interpret_switch) -> list[str]:
     return lines
 
 
+LOG_WIDTH = 160  # a comparison row with every column: verdict, change, p, runs, baseline, now, shift
+
+
+def table_width(terminal_width: int) -> int:
+    """The width the tables lay out to: the terminal's; where the output is no terminal (a CI
+    log, a file) and COLUMNS does not say, wide enough for every column of a comparison, as a log
+    does not wrap (80 columns hid a regression's baseline and candidate times there)."""
+    try:
+        terminal = sys.__stdout__ is not None and sys.__stdout__.isatty()
+    except ValueError:  # (closed)
+        terminal = False
+    if terminal or os.environ.get("COLUMNS"):
+        return terminal_width
+    return max(terminal_width, LOG_WIDTH)
+
+
 def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     """The whole tesserabench section of the terminal summary."""
     settings = state.settings
-    width = terminalreporter.config.get_terminal_writer().fullwidth
+    width = table_width(terminalreporter.config.get_terminal_writer().fullwidth)
     terminalreporter.write_sep("=", "tesserabench")
     lines = summary_lines(
         state.records,

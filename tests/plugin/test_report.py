@@ -9,7 +9,7 @@ from pytest_tesserabench.record.results import ABDecision, ABResult, BenchRecord
 from pytest_tesserabench.report.comparison_table import comparison_lines
 from pytest_tesserabench.report.layout import ELLIPSIS, as_text, shorten_middle, shorten_unique
 from pytest_tesserabench.report.rows import group_records, notes, relative_speeds, row_labels, sort_records
-from pytest_tesserabench.report.terminal import ab_counts_line, render_summary, summary_lines
+from pytest_tesserabench.report.terminal import ab_counts_line, render_summary, summary_lines, table_width
 
 
 def record(nodeid, name, median, group="g", tflops=None, gbps=None, timer="cpu", noisy=False, params=None):
@@ -189,6 +189,21 @@ def test_a_row_timed_while_other_processes_shared_the_cpu_says_so():
     assert [("CPU shared" in notes(r)) for r in (quiet, busy, waited, gpu)] == [False, True, True, False]
     rows = {line.split()[0]: line for line in render_summary(by_id(quiet, busy), width=100).splitlines()[3:]}
     assert "CPU shared" in rows["busy"] and "CPU shared" not in rows["quiet"], rows
+
+
+@pytest.mark.parametrize(("tty", "columns", "width"), [(True, None, 80), (False, None, 160), (False, "100", 80)])
+def test_tables_in_a_log_are_wide_enough_for_every_column(monkeypatch, tty, columns, width):
+    # A CI log does not wrap, and 80 columns hid a regression's baseline and candidate times;
+    # a terminal, or COLUMNS, says the width itself (pytest's terminal writer reads COLUMNS).
+    class Out:
+        def isatty(self):
+            return tty
+
+    monkeypatch.setattr("sys.__stdout__", Out())
+    monkeypatch.delenv("COLUMNS", raising=False)
+    if columns:
+        monkeypatch.setenv("COLUMNS", columns)
+    assert table_width(80) == width
 
 
 def test_columns_sort_and_group_by():
