@@ -411,6 +411,20 @@ MUTATIONS = (
         ("tests/gate/test_gate_rule.py",),
     ),
     Mutation(
+        "a crowded-out benchmark has no say in the run's shift",
+        "pytest_tesserabench/gate/pipeline.py",
+        "    if history.crowded_out(record):",
+        "    if False:",
+        ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
+        "the session's measured centres reach the run's shift",
+        SESSION,
+        "                add_measured(self.comparison.history, self.measured, record)",
+        "                pass",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
         "offline compare: the measuring order",
         "pytest_tesserabench/gate/pipeline.py",
         "for bench_id in candidate.measured_order or list(candidate.benchmarks):",

@@ -84,12 +84,10 @@ class BenchSession:
 
             verdicts = ab_verdicts(records, threshold, machine=self.context.machine_info)
         elif self.comparison is not None:
-            from pytest_tesserabench.gate.centres import log_centre
+            from pytest_tesserabench.gate.pipeline import add_measured
 
             for record in records:
-                centre = log_centre(record)
-                if centre is not None:
-                    self.measured[record.id] = centre
+                add_measured(self.comparison.history, self.measured, record)
             verdicts = self.comparison.judge(
                 records,
                 {r.id: threshold for r in records},

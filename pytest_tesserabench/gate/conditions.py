@@ -31,6 +31,23 @@ def review(
     return passes_differ(records, verdicts, baseline_runs)
 
 
+def crowded_out(record: BenchRecord, baseline_runs: list[RunDocument], config: GateConfig) -> str | None:
+    """How a multi-threaded benchmark's threads were crowded out in this run (the verdict's note),
+    or None: it kept ``1 + crowded_cpus`` CPUs or more busy in the baseline, got ``crowded_cpus``
+    fewer now, while other processes kept half a CPU or more busy. Its move is then the
+    scheduler's, not the machine's shared one: no timing decision for it (``crowded``), and no say
+    in the run's shift for the others (gate.pipeline)."""
+    margin = config.crowded_cpus
+    usual = [run.benchmarks[record.id].own_cpus() for run in baseline_runs if record.id in run.benchmarks]
+    usual = [cpus for cpus in usual if cpus > 0]
+    if not usual or record.own_cpus() <= 0:
+        return None
+    had, got, others = statistics.median(usual), record.own_cpus(), record.others_cpus()
+    if had < 1 + margin or got > had - margin or others < neighbours.SHARED_CPUS:
+        return None
+    return f"its threads got {got:.1f} CPUs, {had:.1f} in the baseline, while other processes kept {others:.1f} busy"
+
+
 def crowded(
     records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument], config: GateConfig
 ) -> dict[str, Verdict]:
@@ -41,22 +58,14 @@ def crowded(
     every barrier for a thread that is not running, so it slows by whatever the scheduler makes of
     it (a two-thread conv2d beside two busy processes on two CPUs: 1.1x to 64x from run to run, the
     single-threaded benchmarks of the same runs within a few percent)."""
-    margin = config.crowded_cpus
     verdicts = dict(verdicts)
     for record in records:
         verdict = verdicts.get(record.id)
         if verdict is None or verdict.reasons or verdict.status not in ("REGRESSED", "IMPROVED"):
             continue
-        usual = [run.benchmarks[record.id].own_cpus() for run in baseline_runs if record.id in run.benchmarks]
-        usual = [cpus for cpus in usual if cpus > 0]
-        if not usual or record.own_cpus() <= 0:
+        note = crowded_out(record, baseline_runs, config)
+        if note is None:
             continue
-        had, got, others = statistics.median(usual), record.own_cpus(), record.others_cpus()
-        if had < 1 + margin or got > had - margin or others < neighbours.SHARED_CPUS:
-            continue
-        note = (
-            f"its threads got {got:.1f} CPUs, {had:.1f} in the baseline, while other processes kept {others:.1f} busy"
-        )
         verdicts[record.id] = replace(
             verdict,
             status="INCONCLUSIVE",

@@ -149,13 +149,20 @@ class History:
             prior_runs=config.prior_runs,
         )  # fmt: skip
 
+    def crowded_out(self, record: BenchRecord) -> bool:
+        """Whether ``record`` is a multi-threaded benchmark whose threads other processes crowded
+        out in this run (conditions.crowded_out): its move is the scheduler's, so it has no say in
+        the run's shift, for the others or for the suite."""
+        return self.timings and conditions.crowded_out(record, self.runs, self.config) is not None
+
     def suite_shift(self, records, canary: float | None) -> SuiteShift | None:
-        """The whole run's shift (model.suite_shift), or None without a model."""
+        """The whole run's shift (model.suite_shift) over the benchmarks not crowded out, or None
+        without a model."""
         if self.model is None:
             return None
         return records_suite_shift(
             self.model,
-            records,
+            [r for r in records if not self.crowded_out(r)],
             canary,
             self.runs,
             threshold=self.config.threshold,
@@ -474,11 +481,21 @@ def shifts_as_measured(candidate: RunDocument, history: History) -> dict[str, Sh
     measured = {i: c for i, c in earlier if c is not None}
     shifts = {}
     for bench_id in candidate.measured_order or list(candidate.benchmarks):
-        centre = log_centre(candidate.benchmarks[bench_id])
-        if centre is not None:
-            measured[bench_id] = centre
+        add_measured(history, measured, candidate.benchmarks[bench_id])
         shifts[bench_id] = history.shift(bench_id, measured, canary)
     return shifts
+
+
+def add_measured(history: History, measured: dict[str, float], record: BenchRecord) -> None:
+    """``record``'s centre into ``measured``, the run's benchmarks so far from which each one's
+    shift is estimated (the plugin's as it measures, and shifts_as_measured's); a crowded-out one
+    is taken out instead (History.crowded_out: the scheduler's move, not the machine's; its earlier
+    passes spoke for the benchmarks judged before it)."""
+    centre = log_centre(record)
+    if history.crowded_out(record):
+        measured.pop(record.id, None)
+    elif centre is not None:
+        measured[record.id] = centre
 
 
 # -- pieces -------------------------------------------------------------------------------------

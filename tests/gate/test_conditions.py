@@ -69,3 +69,37 @@ def test_the_margin_is_a_gate_setting():
     baseline = [RunDocument(benchmarks={ID: _record(2.0, 0.0)})]
     wide = conditions.review([_record(1.0, 1.0)], {ID: verdict}, baseline, GateConfig(crowded_cpus=1.5))
     assert wide[ID].status == "REGRESSED"  # a multi-threaded benchmark is one of 2.5 CPUs or more then
+
+
+def test_a_crowded_out_benchmark_has_no_say_in_the_run_s_shift():
+    # Two multi-threaded benchmarks crowded out (+60%, +40%: the scheduler's doing), one real
+    # regression (+30%), three unchanged: the shift removed from the unchanged ones is the
+    # machine's (about nothing), not the median of what the crowded ones did (+30% or more), which
+    # read them 20% faster and the regression as no change.
+    import math
+
+    from pytest_tesserabench.gate.pipeline import judge_run
+
+    pattern = [math.exp(0.01 * (k % 5 - 2)) for k in range(12)]
+    ids = [f"t.py::test_{name}" for name in ("mt_a", "mt_b", "slow", "x", "y", "z")]
+    threads = {ids[0]: 2.0, ids[1]: 2.0}
+
+    def run(jitter, moves=None, own=None, others=0.0):
+        benchmarks = {}
+        for k, bench_id in enumerate(ids):
+            cpus = (own or threads).get(bench_id, 1.0)
+            level = (1.0 + k) * math.exp(jitter[k] + math.log1p((moves or {}).get(bench_id, 0.0)))
+            sampling = Sampling(own_cpu_s=2 * cpus, others_cpu_s=2 * others, others_wall_s=2.0)
+            rounds = [level * p for p in pattern]
+            benchmarks[bench_id] = BenchRecord(bench_id, None, bench_id, "cpu", rounds, None, sampling=sampling)
+        return RunDocument(benchmarks=benchmarks, measured_order=list(ids))
+
+    baseline = [run([0.004 * ((j + k) % 3 - 1) for k in range(6)]) for j in range(3)]
+    crowded = {ids[0]: 1.0, ids[1]: 1.0}
+    candidate = run([0.0] * 6, {ids[0]: 0.6, ids[1]: 0.4, ids[2]: 0.3}, own=crowded, others=1.0)
+    verdicts = judge_run(candidate, baseline)
+    for bench_id in ids[3:]:
+        assert abs(verdicts[bench_id].shift or 0.0) < 0.02, verdicts[bench_id].line()
+        assert verdicts[bench_id].ratio == pytest.approx(1.0, abs=0.02), verdicts[bench_id].line()
+    assert verdicts[ids[2]].status == "REGRESSED" and verdicts[ids[2]].ratio == pytest.approx(1.3, abs=0.03)
+    assert {verdicts[i].status for i in ids[:2]} == {"INCONCLUSIVE"}
