@@ -200,13 +200,14 @@ class SuiteShift:
         head = f"suite-wide shift {_pct(self.shift)} over {self.benchmarks} benchmarks, {machine}"
         every = " in every pass" if self.passes > 1 else ""
         unexplained = self.everywhere - max(self.canary or 0.0, 0.0)
-        beyond = (
-            f"{_pct(unexplained)} beyond the machine [{_pct(self.ci[0])}, {_pct(self.ci[1])}], p={self.p_value:.2g}"
-        )
+        evidence = f"[{_pct(self.ci[0])}, {_pct(self.ci[1])}], p={self.p_value:.2g}"
+        # (what three quarters of the benchmarks showed, not the median shift the head names)
+        beyond = f"three quarters of the benchmarks {_pct(unexplained)} or more{every} beyond the machine {evidence}"
         if self.failed:
             return (
                 f"FAILED: {head}: every benchmark got slower together and the machine does not explain it "
-                f"(three quarters of them at least {_pct(self.everywhere)}{every}; {beyond})"
+                f"(three quarters of them at least {_pct(self.everywhere)}{every}; {_pct(unexplained)} beyond the "
+                f"machine {evidence})"
             )
         if self.ci[1] >= self.threshold:  # a suite-wide slowdown at the threshold is inside the interval
             return f"{head}: this run cannot tell whether the whole suite got {_pct(self.threshold)} slower ({beyond})"

@@ -125,7 +125,7 @@ def comparison_lines(
     out.append(Line(""))
     out.append(Line(counts_text(verdicts), "bold"))
     if canary_ratio is not None:
-        out.append(Line(f"canary: {canary_ratio:.3f}x the baseline's (machine-wide speed over the run; 1.000 = same)"))
+        out.append(Line(canary_line(canary_ratio)))
     elif canary:  # (A/B has no canary line: the pairs cancel what the machine does)
         out.append(Line("canary: not available in one of the runs"))
     if version_diffs:
@@ -138,3 +138,16 @@ def comparison_lines(
 def render_comparison(verdicts: Mapping[str, Verdict], *, color: bool = False, **kwargs) -> str:
     """The comparison section as text (see comparison_lines); ANSI colours with ``color``."""
     return as_text(comparison_lines(verdicts, **kwargs), color=color)
+
+
+def canary_line(ratio: float) -> str:
+    """The canary's time against the baseline's (gate.model.machine_ratio: below 1, a faster
+    machine), said both ways so that 0.98x cannot read as slower."""
+    change = ratio - 1.0
+    if round(change, 3) == 0:
+        how = "the same time: as fast a machine"
+    elif change < 0:
+        how = f"{-change:.1%} less time: a faster machine"
+    else:
+        how = f"{change:.1%} more time: a slower machine"
+    return f"canary: {ratio:.3f}x the baseline's time ({how})"

@@ -210,3 +210,14 @@ def test_software_differences():
 def test_canary_is_a_fixed_short_workload():
     samples = measure_canary(samples=5)
     assert len(samples) == 5 and all(0 < s < 1000 for s in samples)
+
+
+@pytest.mark.parametrize(
+    ("ratio", "said"),
+    [(0.984, "1.6% less time: a faster machine"), (1.37, "37.0% more time: a slower machine"), (1.0, "as fast")],
+)
+def test_the_canary_line_says_which_way_the_machine_moved(ratio, said):
+    # The figure is a ratio of times: 0.984x read as "speed 0.984x" looks slower, and is faster.
+    from pytest_tesserabench.report.comparison_table import canary_line
+
+    assert canary_line(ratio).startswith(f"canary: {ratio:.3f}x the baseline's time") and said in canary_line(ratio)
