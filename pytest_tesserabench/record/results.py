@@ -515,7 +515,7 @@ class Verdict:
                 # alpha split over its benchmarks is the bar, and the line says which
                 needs = self.alpha_per_test
                 if self.status == "INCONCLUSIVE" and needs is not None and self.p_value >= needs:
-                    p += f" (needs < {needs:.2g})"
+                    p += f" (needs < {needs:.2g}, alpha over the benchmarks compared)"
                 parts.append(p)
             if self.threshold is not None:
                 parts.append(f"threshold {_pct(1 + self.threshold).lstrip('+')}")

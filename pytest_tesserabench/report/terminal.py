@@ -205,9 +205,9 @@ def reach_line(reach: Mapping[str, float], threshold: float) -> str | None:
     low, high = (math.ceil(size * 100) for size in (above[0], above[-1]))
     sizes = f"{low}%" if low == high else f"{low}-{high}%"
     return (
-        f"tesserabench: against it the gate catches {threshold:.0%} in {len(reach) - len(above)} of {len(reach)} "
-        f"timed benchmark(s) on this machine, {sizes} in the others (INCONCLUSIVE below that); --bench-ab=REF "
-        f"judges them at {threshold:.0%} in one job"
+        f"tesserabench: against it the gate catches {threshold:.0%} slowdowns in {len(reach) - len(above)} of "
+        f"{len(reach)} timed benchmark(s) on this machine, {sizes} ones in the others (a smaller slowdown there "
+        f"reads INCONCLUSIVE); --bench-ab=REF judges them at {threshold:.0%} in one job"
     )
 
 

@@ -88,7 +88,8 @@ def test_a_compare_says_upfront_what_the_baseline_lets_it_judge_on_this_machine(
     assert "against it the gate catches" not in lenient
     strict = " ".join(project.runpytest("--bench-compare=main", "--bench-threshold=1", *ARGS).stdout.str().split())
     said = re.search(
-        r"against it the gate catches 1% in 0 of 3 timed benchmark\(s\) on this machine, ([\d-]+)% in", strict
+        r"against it the gate catches 1% slowdowns in 0 of 3 timed benchmark\(s\) on this machine, ([\d-]+)% ones",
+        strict,
     )
     assert said and int(said.group(1).split("-")[0]) > 1, strict
     assert "--bench-ab=REF judges them at 1% in one job" in strict
