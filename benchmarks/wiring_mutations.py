@@ -644,9 +644,16 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "a save says before measuring what its fresh processes will cost",
+        TERMINAL,
+        "        lines.append(save_processes_line(state.process_draws(), settings.save_processes))",
+        "        pass",
+        (CONFIRM,),
+    ),
+    Mutation(
         "--bench-save-processes: not once the baseline holds enough process draws",
         "pytest_tesserabench/session.py",
-        "        return self._save_draws.get(bench_id, 1) < baseline.SAVE_DRAWS",
+        "        return self.process_draws().get(bench_id, 1) < baseline.SAVE_DRAWS",
         "        return True",
         (CONFIRM,),
     ),

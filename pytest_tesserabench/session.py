@@ -186,10 +186,10 @@ class BenchSession:
             ) from None
         return path, len(passed), baseline.outlying(run, earlier)
 
-    def lacks_process_draws(self, bench_id: str) -> bool:
-        """Whether the --bench-save baseline still lacks process draws of ``bench_id``
-        (baseline.SAVE_DRAWS): then the save measures it in fresh processes too. A baseline that
-        cannot be read counts as empty (the save itself says what is wrong with it)."""
+    def process_draws(self) -> dict[str, int]:
+        """The process draws the --bench-save baseline holds of each benchmark, this save's own
+        process included (baseline.process_draws). A baseline that cannot be read counts as empty
+        (the save itself says what is wrong with it)."""
         if self._save_draws is None:
             path = baseline.baseline_path(self.settings.bench_dir, self.settings.save, self.context.machine_key)
             try:
@@ -197,7 +197,12 @@ class BenchSession:
             except baseline.BaselineError:
                 runs = []
             self._save_draws = baseline.process_draws(runs, self.settings.history)
-        return self._save_draws.get(bench_id, 1) < baseline.SAVE_DRAWS
+        return self._save_draws
+
+    def lacks_process_draws(self, bench_id: str) -> bool:
+        """Whether the --bench-save baseline still lacks process draws of ``bench_id``
+        (baseline.SAVE_DRAWS): then the save measures it in fresh processes too."""
+        return self.process_draws().get(bench_id, 1) < baseline.SAVE_DRAWS
 
     def undetectable(self, path: Path) -> tuple[dict[str, float], int]:
         """(the benchmarks of the saved baseline at ``path`` that the gate cannot judge at the

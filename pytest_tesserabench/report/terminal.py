@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_tesserabench.history import baseline
 from pytest_tesserabench.history.timeline import creeping
 from pytest_tesserabench.inspect.summary import format_kernel_lines
 from pytest_tesserabench.machine import interpret, neighbours, run_queue, threads
@@ -211,6 +212,22 @@ def reach_line(reach: Mapping[str, float], threshold: float) -> str | None:
     )
 
 
+def save_processes_line(draws: Mapping[str, int], processes: int) -> str:
+    """What a save with fresh processes will cost, said before it measures (``draws``: the
+    process draws the baseline holds of each benchmark, this save's own process included)."""
+    enough = baseline.SAVE_DRAWS
+    if draws and all(count >= enough for count in draws.values()):
+        return (
+            f"tesserabench: the baseline holds {enough} process draws of each of its benchmarks: this save "
+            "measures them in its own process only (a new benchmark in fresh processes too)"
+        )
+    return (
+        f"tesserabench: each benchmark is also measured in {processes} fresh process(es) (a process's own bias, "
+        f"for the baseline) until the baseline holds {enough} draws of it: about this run's measuring time more "
+        "per process (--bench-save-processes)"
+    )
+
+
 def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
 
@@ -231,6 +248,8 @@ def header_lines(state, interpret_switch) -> list[str]:
         reach = reach_line(state.comparison.reach(processes=1 + settings.confirm), settings.threshold)
         if reach:
             lines.append(reach)
+    if settings.save is not None and settings.save_processes > 0 and state.reference is None:
+        lines.append(save_processes_line(state.process_draws(), settings.save_processes))
     if state.passes is not None:
         lines.append(
             f"tesserabench: {state.passes.total} interleaved passes over the benchmark tests (--bench-passes), "

@@ -241,12 +241,16 @@ def test_a_save_measures_in_fresh_processes_only_while_the_baseline_lacks_proces
     pytester.makepyfile(test_kernels=WORKLOAD)
     pytester.makeconftest(FRESH_LOG)
     log = pytester.path / "fresh.log"
-    started = []
+    started, said = [], []
     for _ in range(3):
         log.write_text("")
-        pytester.runpytest("--bench-save=main", "--bench-save-processes=1", *ARGS).assert_outcomes(passed=3)
+        result = pytester.runpytest("--bench-save=main", "--bench-save-processes=1", *ARGS)
+        result.assert_outcomes(passed=3)
         started.append(len(log.read_text().split()))
+        said.append("also measured in 1 fresh process(es)" in result.stdout.str())
     assert started == [1, 1, 0]
+    assert said == [True, True, False]  # the header says what the save will cost before it measures
+    result.stdout.fnmatch_lines(["*the baseline holds 4 process draws of each of its benchmarks*"])
     (path,) = (pytester.path / "baselines" / "main").glob("*.json")
     runs = json.loads(path.read_text())["runs"]
     assert [len(runs[k]["benchmarks"]["test_kernels.py::test_work[a]"].get("confirm") or []) for k in range(3)] == [
