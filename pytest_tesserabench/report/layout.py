@@ -135,12 +135,14 @@ def render_table(
     headers = {c.key: c.header for c in shown}
     header = line(name_header, headers, details_header if details_inline and details_width else None)
     body: list[Line] = []
+    widest = len(header)  # the rule spans the header and the rows, not the detail lines under them
     for row, name, text in zip(rows, names, inline):
         body.append(Line(line(name, row.cells, text if details_inline else None), row.style))
+        widest = max(widest, len(body[-1].text))
         if not details_inline:
             details = row.details if details_apart else [text] if text else []
             body.extend(Line(d, row.style) for d in _detail_lines(details, width))
-    rule = RULE * min(width, max(len(line.text) for line in [Line(header), *body]))
+    rule = RULE * min(width, widest)
     return Table([Line(header, "bold"), Line(rule), *body], hidden, name_width)
 
 

@@ -253,6 +253,18 @@ def test_comparison_keeps_every_reason_visible_and_ids_whole():
         assert text.index("REGRESSED") < text.index("UNCHANGED")
 
 
+def test_the_rule_under_a_comparison_header_spans_the_rows_not_the_notes_under_them():
+    note = "timed on a CPU other processes shared (other processes kept 1.0 CPUs busy beside it): " * 2
+    verdicts = {
+        "t.py::test_a": Verdict(id="t.py::test_a", status="UNCHANGED", ratio=1.0, ci=(0.99, 1.01), notes=(note,))
+    }
+    records = by_id(record("t.py::test_a", None, 1.0, group="t.py::test_a"))
+    body = as_text(comparison_lines(verdicts, version_diffs=[], canary_ratio=None, records=records, width=200))
+    lines = body.splitlines()
+    rule = next(i for i, line in enumerate(lines) if line.startswith("─"))
+    assert len(lines[rule]) == max(len(lines[rule - 1]), len(lines[rule + 1])) < len(note.strip())
+
+
 def test_a_group_of_one_is_titled_by_its_id_once():
     from pytest_tesserabench.report.rows import group_title
 
