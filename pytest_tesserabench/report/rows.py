@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from pytest_tesserabench.machine import neighbours, run_queue
+from pytest_tesserabench.gate.conditions import sharing
 from pytest_tesserabench.record.results import BenchRecord
 from pytest_tesserabench.record.units import format_gbps, format_ms, format_tflops
 from pytest_tesserabench.report.safe_text import printable
@@ -63,15 +63,11 @@ def notes(record: BenchRecord, *, timer_shown: bool = False) -> list[str]:
 
 
 def cpu_shared(record: BenchRecord) -> bool:
-    """Whether other processes shared the CPU while this record's rounds were timed: its timing
-    thread waited for a CPU a notable share of the time (left out of the figures), or others kept
-    half a CPU or more busy beside it (caches, memory bandwidth, and a multi-threaded call's own
-    threads, which then wait for each other: a steady figure, many times the quiet one). The
-    summary's line says it of the run as a whole; this says which rows."""
-    if record.timer != "cpu":
-        return False
-    waited, timed = record.cpu_wait()
-    return (timed > 0 and waited / timed >= run_queue.SHARED) or record.others_cpus() >= neighbours.SHARED_CPUS
+    """Whether other processes shared the CPU while this CPU-timed record's rounds were timed
+    (gate.conditions.sharing, the same test a regression's note uses): caches, memory bandwidth,
+    and a multi-threaded call's own threads, which then wait for each other (a steady figure, many
+    times the quiet one). The summary's line says it of the run as a whole; this says which rows."""
+    return record.timer == "cpu" and sharing(record) is not None
 
 
 # -- columns ----------------------------------------------------------------------------------------

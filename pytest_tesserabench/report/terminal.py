@@ -197,8 +197,8 @@ def ab_conditions_line() -> str:
 
 def reach_line(reach: Mapping[str, float], threshold: float) -> str | None:
     """The header's word, before anything is measured, on what the baseline lets the gate see on
-    this machine: said only when some timed benchmark cannot be judged at ``threshold`` (those
-    end INCONCLUSIVE below what they can catch), with what judges them there."""
+    this machine: said only when some timed benchmark cannot be judged at ``threshold`` (a
+    slowdown smaller than it can catch reads INCONCLUSIVE), with what judges them there."""
     above = sorted(size for size in reach.values() if size > threshold)
     if not above:
         return None

@@ -3,10 +3,13 @@ soften a verdict, never make one."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from pytest_tesserabench.gate import conditions
 from pytest_tesserabench.gate.config import GateConfig
+from pytest_tesserabench.gate.pipeline import judge_run
 from pytest_tesserabench.record.results import BenchRecord, RunDocument, Sampling, Verdict
 
 ID = "t.py::test_conv"
@@ -76,10 +79,6 @@ def test_a_crowded_out_benchmark_has_no_say_in_the_run_s_shift():
     # regression (+30%), three unchanged: the shift removed from the unchanged ones is the
     # machine's (about nothing), not the median of what the crowded ones did (+30% or more), which
     # read them 20% faster and the regression as no change.
-    import math
-
-    from pytest_tesserabench.gate.pipeline import judge_run
-
     pattern = [math.exp(0.01 * (k % 5 - 2)) for k in range(12)]
     ids = [f"t.py::test_{name}" for name in ("mt_a", "mt_b", "slow", "x", "y", "z")]
     threads = {ids[0]: 2.0, ids[1]: 2.0}
