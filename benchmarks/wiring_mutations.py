@@ -406,8 +406,8 @@ MUTATIONS = (
     Mutation(
         "the moments' disagreement reaches the verdict",
         "pytest_tesserabench/gate/rule.py",
-        "    disagree = (2 * nc.cand_spread > np.abs(diff)) | moments_apart",
-        "    disagree = 2 * nc.cand_spread > np.abs(diff)",
+        "    disagree = (2 * nc.cand_spread > np.abs(diff)) | one_unmoved | moments_apart",
+        "    disagree = (2 * nc.cand_spread > np.abs(diff)) | one_unmoved",
         ("tests/gate/test_gate_rule.py",),
     ),
     Mutation(
@@ -562,8 +562,15 @@ MUTATIONS = (
     Mutation(
         "--bench-confirm: processes that disagree by more than the change confirm nothing",
         "pytest_tesserabench/gate/rule.py",
-        "disagree = (2 * nc.cand_spread > np.abs(diff)) | moments_apart",
-        "disagree = (nc.cand_spread > np.abs(diff)) | moments_apart",
+        "disagree = (2 * nc.cand_spread > np.abs(diff)) | one_unmoved | moments_apart",
+        "disagree = (nc.cand_spread > np.abs(diff)) | one_unmoved | moments_apart",
+        ("tests/gate/test_gate_rule.py",),
+    ),
+    Mutation(
+        "--bench-confirm: a slowdown one of the processes did not read at all confirms nothing",
+        "pytest_tesserabench/gate/rule.py",
+        "    one_unmoved = (diff > 0) & (nc.low_diff <= 0)",
+        "    one_unmoved = (diff > 0) & (nc.low_diff <= -1)",
         ("tests/gate/test_gate_rule.py",),
     ),
     Mutation(

@@ -23,8 +23,11 @@ Verdicts, at ``alpha / m`` and the user's threshold theta (never raised for a no
 * UNCHANGED: the interval rules out a slowdown of theta;
 * INCONCLUSIVE otherwise: not significant, yet theta is not ruled out; and a change the
   candidate's processes disagree on by more than its own size (their typical distance from their
-  median more than half the change; for two, their gap more than the change): one process's state
-  is not a slowdown of the code (stage ``processes``). One odd process of three moves neither.
+  median more than half the change; for two, their gap more than the change; or, for a slowdown,
+  one of them read it no slower than the baseline): one process's state is not a slowdown of the
+  code (stage ``processes``). A code change moves every process; a state that two of three
+  processes share, and the baseline's never drew, moves only them. One odd process of three that
+  reads the change larger moves neither.
   Fresh processes that measured a benchmark again, one after another, share that moment (a
   neighbour busy then moves them all, and the run's shift, estimated at this process's passes,
   does not know it): they count as one reading against this process's, and as interference only
@@ -76,6 +79,7 @@ class NoiseComponents:
     cand_spread: np.ndarray  # how far the candidate's processes sit from their median (log MAD; 0 for one)
     here_diff: np.ndarray  # the first candidate centre's change (this process's; D where there is one)
     later_diff: np.ndarray  # the median change of the others where they share a later moment (nan: none)
+    low_diff: np.ndarray  # the change the candidate process that read it fastest read
 
 
 def noise_components(
@@ -136,6 +140,7 @@ def noise_components(
             if later_together and h_c > 1
             else np.full(base_centre.shape, np.nan)
         ),
+        low_diff=cc.min(axis=-1) - base_centre,
     )
 
 
@@ -242,7 +247,11 @@ def decide(
         regressed, "REGRESSED", np.where(improved, "IMPROVED", np.where(ci_high >= theta, "INCONCLUSIVE", "UNCHANGED"))
     )
     # Processes that disagree by more than the change confirm nothing (a process's state): the
-    # typical one further from their median than half the change (two: further apart than it).
+    # typical one further from their median than half the change (two: further apart than it),
+    # or, for a slowdown, any one that read it no slower at all. A code change moves every process; process states
+    # are a mixture, not a normal spread, and a state the baseline's few processes never drew
+    # can hold two of three candidate processes while the third runs the code at the
+    # baseline's speed.
     # Fresh processes measured one after another share the moment they were measured at, which
     # the run's shift (estimated at this process's passes) does not know: a neighbour busy then
     # slows them all. So they are one reading of that moment, and this process another; and as
@@ -252,7 +261,8 @@ def decide(
     here, later = nc.here_diff, nc.later_diff
     with np.errstate(invalid="ignore"):
         moments_apart = np.isfinite(later) & (later - here > np.abs(here + later) / 2)
-    disagree = (2 * nc.cand_spread > np.abs(diff)) | moments_apart
+    one_unmoved = (diff > 0) & (nc.low_diff <= 0)  # (only a slowdown is measured again)
+    disagree = (2 * nc.cand_spread > np.abs(diff)) | one_unmoved | moments_apart
     by_processes = ((status == "REGRESSED") | (status == "IMPROVED")) & disagree
     # A correction is only as good as its error: a verdict that the removed shift outweighs, and
     # whose variance is more how unalike the benchmarks took it than its own measurement, rests on

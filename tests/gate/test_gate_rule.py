@@ -237,6 +237,7 @@ def test_a_shift_is_a_correction_to_judge_through_while_how_unalike_it_was_taken
         diff=one([change]), base_centre=one([0.0]), cand_centre=one([change]), between_est=one([1e-5]),
         between_df=one([3.0]), within_base=one([1e-7]), within_cand=one([1e-7]), n_base=one([4.0]),
         n_cand=one([1.0]), cand_spread=one([0.0]), here_diff=one([change]), later_diff=one([np.nan]),
+        low_diff=one([change]),
     )  # fmt: skip
     dec = decide(
         nc, one([1e-5]), GateConfig(), 8, shift_var=unalike**2 + 1e-5, shift_df=8.0, unalike_var=unalike**2, shift=shift
@@ -300,6 +301,18 @@ def test_processes_that_disagree_by_more_than_the_change_confirm_nothing():
     split = compare_runs(runs_at(1.0, first=[1.3]), base, processes=runs_at(1.0, 1.0, first=[1.06, 1.6]))[IDS[0]]
     assert split.status == "INCONCLUSIVE" and split.stage == "processes"
     assert "disagree by more than the change" in split.hint()
+
+
+def test_a_slowdown_one_of_the_processes_did_not_read_at_all_confirms_nothing():
+    # This process and one fresh one read +46%, the other fresh one -1%: the code ran at the
+    # baseline's speed there, so the +46% is a state two processes of three share (a benchmark
+    # whose processes sit at two levels, of which the baseline's drew only one), not the code.
+    base = runs_at(*(math.exp(0.002 * k) for k in (-4, -2, 0, 2, 4)))
+    split = compare_runs(runs_at(1.0, first=[1.46]), base, processes=runs_at(1.0, 1.0, first=[1.46, 0.99]))[IDS[0]]
+    assert split.status == "INCONCLUSIVE" and split.stage == "processes"
+    # The same, every process slower (the least by +3%): the code.
+    moved = compare_runs(runs_at(1.0, first=[1.46]), base, processes=runs_at(1.0, 1.0, first=[1.46, 1.03]))[IDS[0]]
+    assert moved.status == "REGRESSED"
 
 
 def test_fresh_processes_that_agree_with_each_other_and_not_with_this_one_confirm_nothing():
