@@ -567,6 +567,13 @@ MUTATIONS = (
         ("tests/gate/test_gate_rule.py",),
     ),
     Mutation(
+        "a comparison whose centres read apart from the results' medians says what each figure is",
+        "pytest_tesserabench/report/comparison_table.py",
+        "    if not paired and centres_apart(verdicts, records):",
+        "    if False:",
+        ("tests/plugin/test_report.py",),
+    ),
+    Mutation(
         "--bench-confirm: a slowdown one of the processes did not read at all confirms nothing",
         "pytest_tesserabench/gate/rule.py",
         "    one_unmoved = (diff > 0) & (nc.low_diff <= 0)",

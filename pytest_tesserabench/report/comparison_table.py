@@ -7,6 +7,7 @@ whole, beside the row when there is room and on indented lines under it otherwis
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 from pytest_tesserabench.record.results import STATUSES, BenchRecord, Verdict
@@ -36,6 +37,8 @@ COLUMNS = (
     Column("p", "p", drop=1),
     Column("runs", "runs", drop=1),
 )
+# "now" apart from the results table's median by this much (log) earns a line saying why
+CENTRE_APART = 0.02
 # A/B: the other side is the reference measured in this job, and the count is of pairs
 AB_COLUMNS = tuple(
     Column(c.key, {"baseline": "ref", "runs": "pairs"}.get(c.key, c.header), c.align, c.drop) for c in COLUMNS
@@ -130,9 +133,29 @@ def comparison_lines(
         out.append(Line("canary: not available in one of the runs"))
     if version_diffs:
         out.append(Line("software differs from the baseline: " + "; ".join(version_diffs)))
+    if not paired and centres_apart(verdicts, records):
+        out.append(Line(CENTRES_NOTE))
     for verdict in sorted((v for v in verdicts.values() if hints and v.hint()), key=lambda v: v.id):
         out.append(Line(f"inconclusive {printable(verdict.id)}: {verdict.hint()}", "yellow"))
     return out
+
+
+CENTRES_NOTE = (
+    "baseline, now: each side's centre (per process its fastest pass's median, as interference only slows; "
+    "then the median over processes), not the results table's median over every round"
+)
+
+
+def centres_apart(verdicts: Mapping[str, Verdict], records: Mapping[str, BenchRecord]) -> list[str]:
+    """The benchmarks whose "now" reads CENTRE_APART or more from the median of this run's record
+    (a crowded run, a process measured again): there the two figures need telling apart."""
+    apart = []
+    for vid, verdict in verdicts.items():
+        record = records.get(vid)
+        median = record.median_ms if record is not None else None
+        if verdict.candidate_ms and median and abs(math.log(verdict.candidate_ms / median)) >= CENTRE_APART:
+            apart.append(vid)
+    return apart
 
 
 def render_comparison(verdicts: Mapping[str, Verdict], *, color: bool = False, **kwargs) -> str:

@@ -265,6 +265,20 @@ def test_the_rule_under_a_comparison_header_spans_the_rows_not_the_notes_under_t
     assert len(lines[rule]) == max(len(lines[rule - 1]), len(lines[rule + 1])) < len(note.strip())
 
 
+def test_a_centre_apart_from_the_results_median_says_what_each_figure_is():
+    # A crowded run: the results table's median over every round reads 7.99 ms, the comparison's
+    # "now" (the fastest pass's median) 6.10 ms; a new user read them as two measurements.
+    def lines(now_ms, *, paired=False):
+        verdicts = {"t.py::test_a": Verdict(id="t.py::test_a", status="UNCHANGED", ratio=1.0, ci=(0.99, 1.01),
+                                            baseline_ms=6.0, candidate_ms=now_ms)}  # fmt: skip
+        records = by_id(record("t.py::test_a", None, 7.99, group="t.py::test_a"))
+        return as_text(comparison_lines(verdicts, version_diffs=[], canary_ratio=None, records=records, paired=paired))
+
+    assert "not the results table's median over every round" in lines(6.10)
+    assert "results table's median" not in lines(7.95)  # 0.5% apart: nothing to tell apart
+    assert "results table's median" not in lines(6.10, paired=True)  # A/B's columns are pairs' medians
+
+
 def test_a_group_of_one_is_titled_by_its_id_once():
     from pytest_tesserabench.report.rows import group_title
 
