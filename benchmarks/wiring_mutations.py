@@ -574,6 +574,13 @@ MUTATIONS = (
         ("tests/plugin/test_report.py",),
     ),
     Mutation(
+        "--bench-ab: a served process's wait for the lead is not counted against --bench-timeout",
+        "pytest_tesserabench/processes/serve.py",
+        "                with paused():  # (waiting for the lead is not this call running: --bench-timeout)",
+        "                if True:",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
         "--bench-confirm: a slowdown one of the processes did not read at all confirms nothing",
         "pytest_tesserabench/gate/rule.py",
         "    one_unmoved = (diff > 0) & (nc.low_diff <= 0)",

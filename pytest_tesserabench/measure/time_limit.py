@@ -41,6 +41,24 @@ def ab_waits_s(settings) -> float:
 
 
 @contextlib.contextmanager
+def paused():
+    """The time limit armed around this block (time_limit's) stopped while the block runs, and
+    armed again after with what was left of it. A served process of --bench-ab waits inside its
+    bench() call while the other processes measure their blocks: that wait is not its call
+    running, and counted, the process that waited longest, not the one whose call hangs, would
+    run out of time first and be named."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    left, interval = signal.setitimer(signal.ITIMER_REAL, 0)
+    try:
+        yield
+    finally:
+        if left:
+            signal.setitimer(signal.ITIMER_REAL, left, interval)
+
+
+@contextlib.contextmanager
 def time_limit(seconds: float, what: str):
     """Fail the test when the block has run ``seconds`` (0: no limit); ``what``: the call, for
     the message."""

@@ -19,6 +19,7 @@ import pytest
 
 from pytest_tesserabench.crash import crash_line
 from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.measure.time_limit import paused
 from pytest_tesserabench.processes.lead_bound import die_with_lead
 from pytest_tesserabench.processes.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
 
@@ -141,7 +142,8 @@ class ServeLoop:
         plan = None
         try:
             while True:
-                message = self.connection.recv()
+                with paused():  # (waiting for the lead is not this call running: --bench-timeout)
+                    message = self.connection.recv()
                 op = message["op"]
                 if op in ("warm", "block"):
                     _pin(message.get("cpu"))  # the lead's CPU: every process measured on one

@@ -74,7 +74,8 @@ def measurement_args(settings) -> list[str]:
         f"--bench-max-time={settings.max_time}",
         f"--bench-min-rounds={settings.min_rounds}",
         f"--bench-warmup={settings.warmup}",
-        # (a served process also waits for what its own budget does not count: time_limit.ab_waits_s)
+        # (a served process's waits for the lead are not counted, time_limit.paused; its blocks of the
+        # settling are, which its own budget does not hold: time_limit.ab_waits_s)
         f"--bench-timeout={settings.timeout + ab_waits_s(settings) if settings.timeout else 0}",
         f"--bench-timer={settings.timer}",
         f"--bench-interpret={settings.interpret}",

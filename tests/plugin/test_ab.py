@@ -238,12 +238,16 @@ def test_a_reference_side_that_never_returns_fails_only_its_test(repo):
     """--bench-timeout in the served processes: the side that hangs says so, the lead's test
     fails, and the other tests are measured on both sides."""
     path = repo.path / "test_w.py"
+    hangs = path.read_text().replace(
+        "    def kernel():\n",
+        "    calls = []\n    def kernel():\n        calls.append(1)\n"
+        "        if name == 'b' and len(calls) > 3:\n            time.sleep(3600)\n",
+    )
+    # At the reference b hangs, and reaches the call 4.5 s after the working tree's process did,
+    # which waits for it inside its own call meanwhile: that wait is not its call running (counted,
+    # the working tree's process would run out of time first and be named).
     path.write_text(
-        path.read_text().replace(
-            "    def kernel():\n",
-            "    calls = []\n    def kernel():\n        calls.append(1)\n"
-            "        if name == 'b' and len(calls) > 3:\n            time.sleep(3600)\n",
-        )
+        hangs.replace("    rng = random.Random(", "    time.sleep(4.5 if name == 'b' else 0)\n    rng = random.Random(")
     )
     commit(repo.path, "b hangs at the reference")
     git(repo.path, "checkout", "-q", "HEAD~1", "--", "test_w.py")  # the working tree's b returns
