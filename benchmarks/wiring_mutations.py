@@ -581,6 +581,13 @@ MUTATIONS = (
         ("tests/plugin/test_ab.py",),
     ),
     Mutation(
+        "a far baseline process is far from the shift the other benchmarks read",
+        "pytest_tesserabench/gate/pipeline.py",
+        "    values = np.array([by_run[j] - _others_shift(bench_id, j, centres, model) for j in runs])",
+        "    values = np.array([by_run[j] - (model.run_shifts[j] if model else 0.0) for j in runs])",
+        ("tests/gate/test_gate_rule.py",),
+    ),
+    Mutation(
         "--bench-confirm: a slowdown one of the processes did not read at all confirms nothing",
         "pytest_tesserabench/gate/rule.py",
         "    one_unmoved = (diff > 0) & (nc.low_diff <= 0)",

@@ -125,7 +125,7 @@ class History:
         model = None
         if timings:
             model = fit(centres, len(runs), _canaries(runs), min_benchmarks=config.min_benchmarks_for_shift)
-        left_out = {i: _outlying(by_run, model, config) for i, by_run in centres.items()}
+        left_out = {i: _outlying(i, centres, model, config) for i in centres}
         if model is not None and any(left_out.values()):  # the model again, without them
             kept = {i: {j: c for j, c in by_run.items() if j not in left_out[i]} for i, by_run in centres.items()}
             model = fit(kept, len(runs), _canaries(runs), min_benchmarks=config.min_benchmarks_for_shift)
@@ -579,19 +579,38 @@ def baseline_priors(
     return dict(zip(ids, suite_prior(nc.between_est, nc.between_df, config.between_run_floor).tolist()))
 
 
-def _outlying(centres: Mapping[int, float], model: BaselineModel | None, config: GateConfig) -> frozenset[int]:
+def _outlying(
+    bench_id: str, centres: Mapping[str, Mapping[int, float]], model: BaselineModel | None, config: GateConfig
+) -> frozenset[int]:
     """The runs (processes) of one benchmark to leave out: more than ``outlier_z`` robust standard
     deviations from the median of its centres, each less its run's shift (config.outlier_z); none
-    when a quarter or more are that far (the benchmark then reads at two levels: its own noise)."""
-    if len(centres) < config.min_processes_to_leave_out:
+    when a quarter or more are that far (the benchmark then reads at two levels: its own noise).
+    Each run's shift is the one the *other* benchmarks read (the median of their centres less
+    their effects): the model's own shifts are medians this benchmark took part in, which zero a
+    share of its residuals and shrink their robust spread until processes of its ordinary noise
+    read as far, and the quarter rule then keeps a +50% process in."""
+    by_run = centres[bench_id]
+    if len(by_run) < config.min_processes_to_leave_out:
         return frozenset()
-    runs = list(centres)
-    values = np.array([centres[j] - (model.run_shifts[j] if model is not None else 0.0) for j in runs])
+    runs = list(by_run)
+    values = np.array([by_run[j] - _others_shift(bench_id, j, centres, model) for j in runs])
     scale = max(float(robust_sd(values)), config.between_run_floor)
     far = np.abs(values - np.median(values)) > config.outlier_z * scale
     if 4 * int(far.sum()) >= len(runs):
         return frozenset()
     return frozenset(j for j, out in zip(runs, far) if out)
+
+
+def _others_shift(bench_id: str, run: int, centres: Mapping[str, Mapping[int, float]], model) -> float:
+    """Run ``run``'s shift as the benchmarks other than ``bench_id`` read it (0 without a model)."""
+    if model is None:
+        return 0.0
+    moves = [
+        by_run[run] - model.effects[other]
+        for other, by_run in centres.items()
+        if other != bench_id and run in by_run and other in model.effects
+    ]
+    return float(np.median(moves)) if moves else model.run_shifts[run]
 
 
 def _process_share(centres, left_out, model: BaselineModel | None, saves: tuple[int, ...]) -> float:

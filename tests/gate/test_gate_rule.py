@@ -469,6 +469,39 @@ def test_a_baseline_process_timed_on_a_busy_machine_is_left_out_of_the_noise():
     assert judged.status == "INCONCLUSIVE" and not any(LEFT_OUT_NOTE in note for note in judged.notes)
 
 
+def test_a_far_process_is_far_from_the_shift_the_other_benchmarks_read():
+    # A real baseline of six benchmarks in nine processes (three saves of three; each process's
+    # centre, % from the benchmark's median). The fifth process read w_str +54.5%: far, and left
+    # out. Judged against the model's shifts, medians w_str took part in, a share of its residuals
+    # were zeroed, their robust spread shrank to 1.5%, three processes read as far, and the rule
+    # "a quarter or more far: two levels, its own noise" kept the +54.5% in (the gate then could
+    # catch only a 96% slowdown of it).
+    table = {
+        "w_dict": [1.2, -2.8, 13.5, 6.0, 0.0, 0.8, -2.0, -5.3, -2.5],
+        "w_matmul": [-4.1, 7.4, 3.2, -0.9, 2.4, 1.1, 0.0, -0.5, -1.6],
+        "w_sieve": [-3.0, -0.6, -2.1, 0.0, 35.8, 38.8, 3.0, -1.8, 0.4],
+        "w_sort": [0.0, -1.6, -1.1, -2.7, -1.3, 5.4, 3.9, 0.4, 8.1],
+        "w_str": [0.0, 2.8, -1.2, 8.2, 54.5, -0.5, 2.2, -0.1, -1.7],
+        "w_sum": [3.3, 1.9, -2.9, -3.1, 0.8, 53.3, 0.0, -2.2, -3.1],
+    }
+    runs = [
+        {
+            "schema": 1,
+            "benchmarks": {
+                f"t.py::{name}": {"timer": "cpu", "rounds_ms": (1 + pcts[j] / 100) * np.exp(PATTERN)}
+                for name, pcts in table.items()
+            },
+        }
+        for j in range(9)
+    ]
+    for run in runs:
+        for record in run["benchmarks"].values():
+            record["rounds_ms"] = record["rounds_ms"].tolist()
+    history = History.of(docs(runs))
+    assert history.left_out["t.py::w_str"] == {4}
+    assert history.detectable()["t.py::w_str"] < 0.3
+
+
 def test_an_undecided_benchmark_is_measured_again_only_where_more_processes_could_decide_it():
     # Fresh processes cost a start-up and the test's time each: spent where, reading as high as
     # the interval reaches, they would decide it; not on a benchmark whose runs are 40% apart.
