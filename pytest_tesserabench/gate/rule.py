@@ -248,10 +248,10 @@ def decide(
     )
     # Processes that disagree by more than the change confirm nothing (a process's state): the
     # typical one further from their median than half the change (two: further apart than it),
-    # or, for a slowdown, any one that read it no slower at all. A code change moves every process; process states
-    # are a mixture, not a normal spread, and a state the baseline's few processes never drew
-    # can hold two of three candidate processes while the third runs the code at the
-    # baseline's speed.
+    # or, for a slowdown, any one that read it no slower at all. A code change moves every
+    # process; process states are a mixture, not a normal spread, and a state the baseline's few
+    # processes never drew can hold two of three candidate processes while the third runs the
+    # code at the baseline's speed.
     # Fresh processes measured one after another share the moment they were measured at, which
     # the run's shift (estimated at this process's passes) does not know: a neighbour busy then
     # slows them all. So they are one reading of that moment, and this process another; and as
