@@ -583,8 +583,8 @@ MUTATIONS = (
     Mutation(
         "a far baseline process is far from the shift the other benchmarks read",
         "pytest_tesserabench/gate/pipeline.py",
-        "    values = np.array([by_run[j] - _others_shift(bench_id, j, centres, model) for j in runs])",
-        "    values = np.array([by_run[j] - (model.run_shifts[j] if model else 0.0) for j in runs])",
+        "        i: {j: float(v) if np.isfinite(v) else model.run_shifts[j] for j, v in zip(runs, others[row])}",
+        "        i: {j: model.run_shifts[j] for j, v in zip(runs, others[row])}",
         ("tests/gate/test_gate_rule.py",),
     ),
     Mutation(

@@ -125,7 +125,8 @@ class History:
         model = None
         if timings:
             model = fit(centres, len(runs), _canaries(runs), min_benchmarks=config.min_benchmarks_for_shift)
-        left_out = {i: _outlying(i, centres, model, config) for i in centres}
+        others = _others_shifts(centres, model)
+        left_out = {i: _outlying(by_run, others[i], config) for i, by_run in centres.items()}
         if model is not None and any(left_out.values()):  # the model again, without them
             kept = {i: {j: c for j, c in by_run.items() if j not in left_out[i]} for i, by_run in centres.items()}
             model = fit(kept, len(runs), _canaries(runs), min_benchmarks=config.min_benchmarks_for_shift)
@@ -579,21 +580,15 @@ def baseline_priors(
     return dict(zip(ids, suite_prior(nc.between_est, nc.between_df, config.between_run_floor).tolist()))
 
 
-def _outlying(
-    bench_id: str, centres: Mapping[str, Mapping[int, float]], model: BaselineModel | None, config: GateConfig
-) -> frozenset[int]:
+def _outlying(centres: Mapping[int, float], shifts: Mapping[int, float], config: GateConfig) -> frozenset[int]:
     """The runs (processes) of one benchmark to leave out: more than ``outlier_z`` robust standard
     deviations from the median of its centres, each less its run's shift (config.outlier_z); none
     when a quarter or more are that far (the benchmark then reads at two levels: its own noise).
-    Each run's shift is the one the *other* benchmarks read (the median of their centres less
-    their effects): the model's own shifts are medians this benchmark took part in, which zero a
-    share of its residuals and shrink their robust spread until processes of its ordinary noise
-    read as far, and the quarter rule then keeps a +50% process in."""
-    by_run = centres[bench_id]
-    if len(by_run) < config.min_processes_to_leave_out:
+    ``shifts``: each run's shift as the *other* benchmarks read it (_others_shifts)."""
+    if len(centres) < config.min_processes_to_leave_out:
         return frozenset()
-    runs = list(by_run)
-    values = np.array([by_run[j] - _others_shift(bench_id, j, centres, model) for j in runs])
+    runs = list(centres)
+    values = np.array([centres[j] - shifts[j] for j in runs])
     scale = max(float(robust_sd(values)), config.between_run_floor)
     far = np.abs(values - np.median(values)) > config.outlier_z * scale
     if 4 * int(far.sum()) >= len(runs):
@@ -601,16 +596,49 @@ def _outlying(
     return frozenset(j for j, out in zip(runs, far) if out)
 
 
-def _others_shift(bench_id: str, run: int, centres: Mapping[str, Mapping[int, float]], model) -> float:
-    """Run ``run``'s shift as the benchmarks other than ``bench_id`` read it (0 without a model)."""
+def _others_shifts(
+    centres: Mapping[str, Mapping[int, float]], model: BaselineModel | None
+) -> dict[str, dict[int, float]]:
+    """Per benchmark, each run's shift as the *other* benchmarks read it: the median of their
+    centres less their effects (the model's where no other has the run; 0 without a model). Not
+    the model's own shifts: they are medians the benchmark took part in, which zero a share of its
+    residuals and shrink their robust spread until processes of its ordinary noise read as far
+    (and the quarter rule then keeps a +50% process in)."""
+    ids = list(centres)
+    runs = sorted({j for by_run in centres.values() for j in by_run})
     if model is None:
-        return 0.0
-    moves = [
-        by_run[run] - model.effects[other]
-        for other, by_run in centres.items()
-        if other != bench_id and run in by_run and other in model.effects
-    ]
-    return float(np.median(moves)) if moves else model.run_shifts[run]
+        return {i: dict.fromkeys(runs, 0.0) for i in ids}
+    moves = np.full((len(ids), len(runs)), np.nan)
+    column = {j: k for k, j in enumerate(runs)}
+    for row, bench_id in enumerate(ids):
+        for j, centre in centres[bench_id].items():
+            moves[row, column[j]] = centre - model.effects.get(bench_id, np.nan)
+    others = leave_one_out_medians(moves)
+    return {
+        i: {j: float(v) if np.isfinite(v) else model.run_shifts[j] for j, v in zip(runs, others[row])}
+        for row, i in enumerate(ids)
+    }
+
+
+def leave_one_out_medians(table: np.ndarray) -> np.ndarray:
+    """Per cell of a (rows, columns) table with NaN for missing cells, the median of its column
+    without that row (NaN where the cell is missing or no other row has the column). One sort per
+    column, not one median per cell: a baseline of thousands of benchmarks is judged at start-up."""
+    out = np.full(table.shape, np.nan)
+    for k in range(table.shape[1]):
+        rows = np.flatnonzero(np.isfinite(table[:, k]))
+        n = rows.size
+        if n < 2:
+            continue
+        order = np.argsort(table[rows, k], kind="stable")
+        ordered = table[rows, k][order]
+        rank = np.empty(n, dtype=int)
+        rank[order] = np.arange(n)
+        # the others' middle value(s), for every row: a sorted index from its own rank on is one further
+        half = (n - 1) // 2
+        upper = ordered[half + (half >= rank)]
+        out[rows, k] = upper if (n - 1) % 2 else (ordered[half - 1 + (half - 1 >= rank)] + upper) / 2
+    return out
 
 
 def _process_share(centres, left_out, model: BaselineModel | None, saves: tuple[int, ...]) -> float:

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_tesserabench.gate import GateConfig
 from pytest_tesserabench.gate.kernels import compare_kernels
-from pytest_tesserabench.gate.pipeline import LEFT_OUT_NOTE, History, judge_run
+from pytest_tesserabench.gate.pipeline import LEFT_OUT_NOTE, History, judge_run, leave_one_out_medians
 from pytest_tesserabench.gate.rule import NoiseComponents, decide
 from pytest_tesserabench.record.results import FreshProcess, RunDocument, Verdict
 from pytest_tesserabench.record.units import format_ms
@@ -500,6 +500,19 @@ def test_a_far_process_is_far_from_the_shift_the_other_benchmarks_read():
     history = History.of(docs(runs))
     assert history.left_out["t.py::w_str"] == {4}
     assert history.detectable()["t.py::w_str"] < 0.3
+
+
+def test_leave_one_out_medians_are_each_column_s_median_without_the_row():
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        table = np.round(rng.normal(size=(rng.integers(1, 8), rng.integers(1, 4))), 1)  # (ties too)
+        table[rng.random(table.shape) < 0.2] = np.nan
+        got = leave_one_out_medians(table)
+        for (row, col), cell in np.ndenumerate(table):
+            others = np.delete(table[:, col], row)
+            others = others[np.isfinite(others)]
+            want = np.median(others) if np.isfinite(cell) and others.size else np.nan
+            assert got[row, col] == pytest.approx(want, nan_ok=True)
 
 
 def test_an_undecided_benchmark_is_measured_again_only_where_more_processes_could_decide_it():
