@@ -146,16 +146,15 @@ CENTRES_NOTE = (
 )
 
 
-def centres_apart(verdicts: Mapping[str, Verdict], records: Mapping[str, BenchRecord]) -> list[str]:
-    """The benchmarks whose "now" reads CENTRE_APART or more from the median of this run's record
-    (a crowded run, a process measured again): there the two figures need telling apart."""
-    apart = []
+def centres_apart(verdicts: Mapping[str, Verdict], records: Mapping[str, BenchRecord]) -> bool:
+    """Whether some benchmark's "now" reads CENTRE_APART or more from the median of this run's
+    record (a crowded run, a process measured again): there the two figures need telling apart."""
     for vid, verdict in verdicts.items():
         record = records.get(vid)
         median = record.median_ms if record is not None else None
         if verdict.candidate_ms and median and abs(math.log(verdict.candidate_ms / median)) >= CENTRE_APART:
-            apart.append(vid)
-    return apart
+            return True
+    return False
 
 
 def render_comparison(verdicts: Mapping[str, Verdict], *, color: bool = False, **kwargs) -> str:
