@@ -553,6 +553,20 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "fresh processes: rounds sized as a pass's, not to the whole budget",
+        "pytest_tesserabench/processes/fresh.py",
+        "        process.warm_up(None, share=pass_share(record))",
+        "        process.warm_up(None)",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "fresh processes: the served process warms up for its share",
+        "pytest_tesserabench/processes/serve.py",
+        "max_time=budget.max_time * share",
+        "max_time=budget.max_time",
+        (CONFIRM,),
+    ),
+    Mutation(
         "--bench-confirm: an undecided verdict past the threshold is measured again",
         "pytest_tesserabench/gate/pipeline.py",
         '    return verdict.status == "INCONCLUSIVE" and verdict.ratio >= 1 + (verdict.threshold or 0.0)',

@@ -53,13 +53,25 @@ def blocks_like(record: BenchRecord) -> list[int]:
     mean pass length, so the gate reads a fresh record's centre as it reads this one's. (Not
     fewer to save time: the lowest of shorter blocks' medians reads lower, a bias of its own
     between the processes; in the simulation half-length blocks cost a fifth of the slowdowns
-    the baseline said were detectable.)"""
+    the baseline said were detectable.) Its rounds are sized as a pass's: ``pass_share``."""
     sampling = record.sampling
     passes = sampling.pass_rounds if sampling is not None and len(sampling.pass_rounds) > 1 else ()
     if passes:
         size = math.ceil(sum(passes) / len(passes))
         return [max(size, MIN_BLOCK_ROUNDS)] * len(passes)
     return [max(len(record.rounds_ms), MIN_BLOCK_ROUNDS)]
+
+
+def pass_share(record: BenchRecord) -> float:
+    """The share of ``--bench-max-time`` one of ``record``'s passes measured with (each pass
+    measures its share, and warm-up sizes a round to a twentieth of it): a fresh process warms up
+    for that share, so that its rounds hold as many calls as the record's did. With the whole
+    budget its rounds were as many times longer as there were passes: each block cost a whole
+    measurement, and its round medians, of more calls each, were a steadier kind of reading than
+    the record's."""
+    sampling = record.sampling
+    passes = len(sampling.pass_rounds) if sampling is not None else 1
+    return 1.0 / passes if passes > 1 else 1.0
 
 
 def fresh_process(
@@ -180,7 +192,7 @@ def _measure_in(
             process.skip()
             continue
         moment = canary()  # the machine's speed now, kept beside the measurement
-        process.warm_up(None)
+        process.warm_up(None, share=pass_share(record))
         blocks = [process.block(rounds) for rounds in blocks_like(record)]
         process.done()
         measured[record.id] = dataclasses.replace(_fresh_record(record, blocks), canary_ms=moment)

@@ -148,7 +148,8 @@ class ServeLoop:
                 if op in ("warm", "block"):
                     _pin(message.get("cpu"))  # the lead's CPU: every process measured on one
                 if op == "warm":
-                    plan = sampling.warm_up(timer, budget)
+                    share = message.get("share", 1.0)
+                    plan = sampling.warm_up(timer, dataclasses.replace(budget, max_time=budget.max_time * share))
                     measurement = sampling.start_measurement(timer, plan)
                     self.connection.send({"op": "plan", "plan": dataclasses.asdict(plan)})
                     continue

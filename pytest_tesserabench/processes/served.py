@@ -297,10 +297,11 @@ class ServedProcess:
             return Reached(name=message["name"], timer=message["timer"])
         return TestDone(**{k: v for k, v in message.items() if k != "op"})
 
-    def warm_up(self, cpu: int | None) -> Plan:
+    def warm_up(self, cpu: int | None, *, share: float = 1.0) -> Plan:
         """Warm up the reached call on ``cpu`` (one process at a time: warm-up calibrates the round
-        length, which processes warming up together on one device would get wrong)."""
-        self._send({"op": "warm", "cpu": cpu})
+        length, which processes warming up together on one device would get wrong), sizing rounds
+        for ``share`` of its ``--bench-max-time`` (a pass's share: fresh.pass_share)."""
+        self._send({"op": "warm", "cpu": cpu, "share": share})
         return Plan(**self._measuring_answer(TEST_TIMEOUT_S)["plan"])
 
     def block(self, rounds: int, cpu: int | None = None) -> Block:

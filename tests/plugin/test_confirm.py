@@ -35,10 +35,16 @@ def test_work(bench, name, fake_clock):
     if not FRESH:
         scale *= float(os.environ.get("SLOWER_HERE_" + name, "1"))
 
+    calls = [0]
+
     def kernel():
+        calls[0] += 1
         fake_clock[0] += int(2e6 * scale * drift * (1 + rng.gauss(0, 0.01)))
 
     bench(kernel)
+    if os.environ.get("COUNT_CALLS"):  # the kernel's calls in this process (in this pass, here)
+        with open(os.environ["COUNT_CALLS"], "a") as out:
+            out.write(f"{'fresh' if FRESH else 'here'} {name} {calls[0]}\\n")
     assert not (FRESH and os.environ.get("FAIL_FRESH")), "fails in a fresh process"
     if FRESH and os.environ.get("SKIP_FRESH"):
         pytest.skip("need --runslow option to run")  # (a conftest's option the fresh process lacks)
@@ -156,6 +162,24 @@ def test_a_save_measures_in_fresh_processes_so_one_process_bias_is_not_the_basel
         capsys.readouterr()
         cli.main(["compare", name, str(pytester.path / f"{name}.json"), "--dir", str(pytester.path / "baselines")])
         assert ("1 improved" in capsys.readouterr().out) == improved
+
+
+def test_a_fresh_process_measures_a_benchmark_with_as_many_calls_as_its_passes_here(pytester, monkeypatch):
+    # A save measures in 4 passes here, each sizing its rounds to its share of --bench-max-time;
+    # a fresh process measures as many blocks of as many rounds, so its rounds must hold as many
+    # calls (sized to the whole budget they held 4 times as many: each fresh block cost a whole
+    # measurement, and its round medians were steadier readings than the passes').
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    counts = pytester.path / "calls.txt"
+    monkeypatch.setenv("COUNT_CALLS", str(counts))
+    args = [arg.replace("--bench-warmup=0.02", "--bench-warmup=0") for arg in ARGS]  # (warm-up is by real time)
+    pytester.runpytest("--bench-save=main", "--bench-save-processes=1", *args).assert_outcomes(passed=3)
+    lines = [line.split() for line in counts.read_text().splitlines()]
+    for name in "abc":
+        here = [int(n) for who, of, n in lines if (who, of) == ("here", name)]
+        (fresh,) = (int(n) for who, of, n in lines if (who, of) == ("fresh", name))
+        assert len(here) == 4  # (one line per pass)
+        assert 0.6 * sum(here) <= fresh <= 1.5 * sum(here)
 
 
 def test_a_run_that_compares_and_saves_confirms_on_the_processes_it_saves(project, monkeypatch):
