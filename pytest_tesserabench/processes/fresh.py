@@ -66,9 +66,9 @@ def pass_share(record: BenchRecord) -> float:
     """The share of ``--bench-max-time`` one of ``record``'s passes measured with (each pass
     measures its share, and warm-up sizes a round to a twentieth of it): a fresh process warms up
     for that share, so that its rounds hold as many calls as the record's did. With the whole
-    budget its rounds were as many times longer as there were passes: each block cost a whole
-    measurement, and its round medians, of more calls each, were a steadier kind of reading than
-    the record's."""
+    budget its rounds would be as many times longer as there are passes: each block would cost a
+    whole measurement, and its round medians, of more calls each, would be a steadier kind of
+    reading than the record's."""
     sampling = record.sampling
     passes = len(sampling.pass_rounds) if sampling is not None else 1
     return 1.0 / passes if passes > 1 else 1.0
