@@ -304,13 +304,7 @@ class History:
                 shift=math.expm1(shift.value) if shift is not None else None,
                 processes=processes,
                 hint_text=(
-                    _hint(
-                        SHIFT if bool(dec.mostly_shift[i]) and stage == RULE else stage,
-                        history,
-                        detectable,
-                        threshold,
-                        shift,
-                    )
+                    _hint(stage, history, detectable, threshold, shift, mostly_shift=bool(dec.mostly_shift[i]))
                     if status == "INCONCLUSIVE"
                     else None
                 ),  # fmt: skip
@@ -522,8 +516,11 @@ def untimed_verdict(bench_id: str, kernels, reason: str, **fields) -> Verdict:
     )
 
 
-def _hint(stage: str, history: int, detectable: float, threshold: float, shift: Shift | None) -> str:
-    """What would settle an INCONCLUSIVE verdict, by what left it undecided."""
+def _hint(
+    stage: str, history: int, detectable: float, threshold: float, shift: Shift | None, *, mostly_shift: bool = False
+) -> str:
+    """What would settle an INCONCLUSIVE verdict, by what left it undecided. ``mostly_shift``: the
+    run's shift is more of its variance than its own measurement."""
     if shift is not None and shift.canary_moved:
         return (
             "the machine's speed moved since the baseline (canary) and this benchmark ran before enough others "
@@ -535,6 +532,17 @@ def _hint(stage: str, history: int, detectable: float, threshold: float, shift: 
             f"this run's shared shift ({pct(math.exp(shift.value))}) is a correction this benchmark cannot be judged "
             "through: benchmarks did not slow alike. A steadier machine, or --bench-ab=REF (both sides in one job), "
             "settles it"
+        )
+    if mostly_shift and stage == RULE and shift is not None:
+        # (the shift itself may be small: what widens the interval is how unalike the others moved,
+        # or how few of them there are, not its size)
+        why = f"{shift.source} moved unalike"
+        if math.isinf(shift.df):  # (no others yet: the baseline's own run shifts)
+            why = "too few other benchmarks were measured before it"
+        return (
+            f"most of its interval is the uncertainty of this run's shared shift ({pct(math.exp(shift.value))}, "
+            f"known for this benchmark to {math.sqrt(shift.variance):.1%}: {why}), not its own measurement. A "
+            "steadier machine, or --bench-ab=REF (both sides in one job), settles it"
         )
     if stage == PROCESSES:
         return (

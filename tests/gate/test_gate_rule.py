@@ -222,6 +222,27 @@ def test_benchmarks_that_took_a_shared_shift_unalike_are_not_judged_through_it(r
     assert "benchmarks did not slow alike" in verdict.hint()
 
 
+def test_an_interval_widened_by_how_unalike_the_others_moved_says_so_whatever_the_shift_itself(rng):
+    # The others moved -25% to +25% around a median of about nothing: the shift removed is small,
+    # its uncertainty is not. The hint names that uncertainty, not a correction of -0.4% that
+    # "cannot be judged through" (a new user read the two as contradicting each other).
+    ids = [f"t.py::test_{k}" for k in range(8)]
+
+    def run(levels):
+        bench = {
+            i: {"timer": "cpu", "rounds_ms": (level * np.exp(rng.normal(0, 0.005, 12))).tolist()}
+            for i, level in zip(ids, levels)
+        }
+        return {"schema": 1, "canary_ms": [2.0] * 5, "benchmarks": bench, "measured_order": ids[::-1]}
+
+    base = [run([1.0] * 8) for _ in range(3)]
+    verdict = compare_runs([run([1.08, 0.75, 0.85, 0.95, 1.0, 1.05, 1.15, 1.25])], base)[ids[0]]
+    assert verdict.status == "INCONCLUSIVE" and verdict.stage == "rule", verdict.line()
+    assert abs(verdict.shift) < 0.03
+    assert "most of its interval is the uncertainty of this run's shared shift" in verdict.hint()
+    assert "unalike" in verdict.hint() and "cannot be judged through" not in verdict.hint()
+
+
 @pytest.mark.parametrize(
     "change, shift, unalike, status", [(0.008, 0.1, 0.01, "UNCHANGED"), (-0.15, 0.3, 0.04, "INCONCLUSIVE")]
 )
