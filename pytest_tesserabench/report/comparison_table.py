@@ -60,16 +60,24 @@ def verdict_head(verdict: Verdict) -> str:
     return verdict.status if verdict.severity is None else f"{verdict.status} ({verdict.severity})"
 
 
-def _cells(verdict: Verdict) -> dict[str, str]:
+def _cells(verdict: Verdict, paired: bool) -> dict[str, str]:
     return {
         "verdict": verdict_head(verdict),
         "change": verdict.change_text(),
         "baseline": format_ms(verdict.baseline_ms),
         "now": format_ms(verdict.candidate_ms),
         "shift": verdict.shift_text() or "-",
-        "p": "-" if verdict.p_value is None else f"{verdict.p_value:.2g}",
+        "p": "-" if verdict.p_value is None else f"{verdict.p_value if paired else claimed_p(verdict):.2g}",
         "runs": str(verdict.history) if verdict.history else "-",
     }
+
+
+def claimed_p(verdict: Verdict) -> float:
+    """History mode: the one-sided p of the direction the row names. A verdict keeps p for
+    "slower", which an IMPROVED row would print as p=1 beside a significant speed-up; under Student's
+    t its p for "faster" is the rest. (A/B's rule with one process per side is a sign test, whose
+    p for "faster" is not the rest: its rows keep p for "slower".)"""
+    return 1.0 - verdict.p_value if verdict.status == "IMPROVED" else verdict.p_value
 
 
 def _stand_in(verdict_id: str) -> BenchRecord:
@@ -118,7 +126,7 @@ def comparison_lines(
         for member, label in zip(members, labels):
             verdict = verdicts[member.id]
             details = [*verdict.reasons, *verdict.notes]  # why it failed first, then what to know
-            rows.append(Row(label, _cells(verdict), details, STYLE.get(verdict.status)))
+            rows.append(Row(label, _cells(verdict, paired), details, STYLE.get(verdict.status)))
         if out:
             out.append(Line(""))
         out.append(Line(shorten_middle(R.group_title(key, shared, []), width), "bold"))

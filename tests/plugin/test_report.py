@@ -279,6 +279,20 @@ def test_a_centre_apart_from_the_results_median_says_what_each_figure_is():
     assert "results table's median" not in lines(6.10, paired=True)  # A/B's columns are pairs' medians
 
 
+def test_the_p_column_is_for_the_direction_the_row_names():
+    # A verdict keeps p for "slower": an IMPROVED row printed p=1 beside a significant speed-up.
+    verdicts = {
+        "t.py::test_a": Verdict(id="t.py::test_a", status="IMPROVED", ratio=0.9, ci=(0.86, 0.95), p_value=0.99996),
+        "t.py::test_b": Verdict(id="t.py::test_b", status="REGRESSED", ratio=1.2, ci=(1.1, 1.3), p_value=3e-05),
+    }
+    records = by_id(*(record(i, None, 1.0, group="t") for i in verdicts))
+    rows = as_text(comparison_lines(verdicts, version_diffs=[], canary_ratio=None, records=records, width=200))
+    improved = next(line for line in rows.splitlines() if "IMPROVED" in line)
+    regressed = next(line for line in rows.splitlines() if "REGRESSED" in line)
+    assert "4e-05" in improved and " 1 " not in improved
+    assert "3e-05" in regressed
+
+
 def test_a_group_of_one_is_titled_by_its_id_once():
     from pytest_tesserabench.report.rows import group_title
 
