@@ -425,6 +425,13 @@ class SessionHooks:
 
         return header_lines(self.state, config.stash.get(INTERPRET_KEY, None))
 
+    def pytest_report_collectionfinish(self, config: pytest.Config) -> list[str]:
+        from pytest_tesserabench.report.terminal import triton_lines
+
+        if config.option.verbose < 0 or config.option.no_header:  # (where pytest leaves the header out)
+            return []
+        return triton_lines(self.state, config.stash.get(INTERPRET_KEY, None))
+
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         state = self.state
         # The canary: timed at the start and end of every measuring run, on the controller (or on

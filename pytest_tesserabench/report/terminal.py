@@ -232,17 +232,12 @@ def header_lines(state, interpret_switch) -> list[str]:
     """The report header: what this run does, on which device, against what."""
 
     settings = state.settings
-    interpreting = interpret.interpreting()
-    why = ""
-    if interpret_switch is not None and interpret_switch.changed:
-        why = f" (--bench-interpret={settings.interpret}" + (": no GPU driver found)" if interpreting else ")")
-    triton = f"; Triton kernels in the interpreter{why}" if interpreting else ""
     if not settings.enabled:
-        return [f"tesserabench: {settings.mode}{triton}"]
+        return [f"tesserabench: {settings.mode}"]
     info = state.context.machine_info
     device = f"{info.get('device')} ({info.get('arch')})"
     pools = f"; thread pools {settings.threads} (--bench-threads)" if settings.threads is not None else ""
-    lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{pools}{triton}"]
+    lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{pools}"]
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
         reach = reach_line(state.comparison.reach(processes=1 + settings.confirm), settings.threshold)
@@ -271,12 +266,27 @@ def header_lines(state, interpret_switch) -> list[str]:
         served = f"{processes} served processes per side" if processes > 1 else "one served process per side"
         lines.append(f"tesserabench: A/B, {state.reference.describe()}, {served}, worktree {state.reference.path}")
         lines.append(ab_conditions_line())
-    archs = settings.arch
-    if archs is None:
-        archs = ("the live GPU's arch",) if info.get("gpu_count") else ("sm_90",)
-    targets = ", ".join(archs)
-    lines.append(f"tesserabench: the Triton kernels the tests launch, if any, are analysed statically for {targets}")
     return lines
+
+
+def triton_lines(state, interpret_switch) -> list[str]:
+    """After collection, where the collected tests imported Triton (a project without Triton
+    kernels hears nothing of them): whether its kernels run in the interpreter, and for which
+    archs the plugin analyses them statically."""
+    if "triton" not in sys.modules:
+        return []
+    settings = state.settings
+    interpreting = interpret.interpreting()
+    why = ""
+    if interpret_switch is not None and interpret_switch.changed:
+        why = f" (--bench-interpret={settings.interpret}" + (": no GPU driver found)" if interpreting else ")")
+    said = [f"Triton kernels in the interpreter{why}"] if interpreting else []
+    if settings.enabled:
+        archs = settings.arch
+        if archs is None:
+            archs = ("the live GPU's arch",) if state.context.machine_info.get("gpu_count") else ("sm_90",)
+        said.append(f"the Triton kernels the tests launch are analysed statically for {', '.join(archs)}")
+    return [f"tesserabench: {'; '.join(said)}"] if said else []
 
 
 LOG_WIDTH = 160  # a comparison row with every column: verdict, change, p, runs, baseline, now, shift

@@ -96,12 +96,27 @@ def kernels_of(path):
     }, run
 
 
+def test_a_project_without_triton_kernels_hears_nothing_of_them(pytester):
+    # (a subprocess: this process has imported Triton already)
+    pytester.makepyfile(test_plain="def test_sum(bench):\n    bench(sum, range(100))\n")
+    result = pytester.runpytest_subprocess("--bench", "--bench-max-time=0.05", "-p", "no:randomly")
+    result.assert_outcomes(passed=1)
+    assert "Triton" not in result.stdout.str()
+    with_triton = "import triton\n" + "def test_sum(bench):\n    bench(sum, range(100))\n"
+    pytester.makepyfile(test_plain=with_triton)
+    result = pytester.runpytest_subprocess("--bench", "--bench-max-time=0.05", "-p", "no:randomly")
+    result.stdout.fnmatch_lines(
+        ["collected 1 item", "tesserabench: Triton kernels in the interpreter*statically for sm_90"]
+    )
+    assert "Triton" not in pytester.runpytest_subprocess("-q", "--bench", "--bench-max-time=0.05").stdout.str()
+
+
 def test_triton_kernels_run_in_the_interpreter_without_any_setup(project, tmp_path):
     assert "TRITON_INTERPRET" not in os.environ
     plain = project.runpytest_subprocess()
     plain.assert_outcomes(passed=2)
     plain.stdout.fnmatch_lines(
-        ["tesserabench: off (--bench to measure); Triton kernels in the interpreter*no GPU driver*"]
+        ["tesserabench: off (--bench to measure)", "tesserabench: Triton kernels in the interpreter*no GPU driver*"]
     )
 
     first, second = tmp_path / "first.json", tmp_path / "second.json"
