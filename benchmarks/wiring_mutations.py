@@ -553,6 +553,13 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "stage 4: an undecided benchmark is measured again where more processes reading it half-way up could decide it",
+        "pytest_tesserabench/gate/pipeline.py",
+        " / verdicts[r.id].ratio) ** reach) for r in undecided}",
+        " / verdicts[r.id].ratio)) for r in undecided}",
+        ("tests/gate/test_gate_rule.py",),
+    ),
+    Mutation(
         "fresh processes: rounds sized as a pass's, not to the whole budget",
         "pytest_tesserabench/processes/fresh.py",
         "        process.warm_up(None, share=pass_share(record))",

@@ -377,13 +377,15 @@ def judge_test(
     again = [r for r in records if worth_measuring_again(verdicts.get(r.id))]
     if not again or measure_again is None:
         return verdicts
-    # An undecided one only where the processes could decide it: were they to read the top of its
-    # interval (this process's own bias may hide the rest of a slowdown), the verdict on all of
-    # them would be a slowdown. Else they would cost a process start-up and the test's time each
-    # for nothing (a 30 us call whose interval spans 0.01x-100x).
+    # An undecided one only where the processes could decide it: were they to read it part of the
+    # way to the top of its interval (this process's own bias may hide the rest of a slowdown:
+    # GateConfig.measure_again_reach), the verdict on all of them would be a slowdown. Else they
+    # would cost a process start-up and the test's time each for nothing (a 30 us call whose
+    # interval spans 0.01x-100x).
     undecided = [r for r in again if verdicts[r.id].status == "INCONCLUSIVE"]
     if undecided:
-        top = {r.id: _scaled(r, verdicts[r.id].ci[1] / verdicts[r.id].ratio) for r in undecided}
+        reach = history.config.measure_again_reach
+        top = {r.id: _scaled(r, (verdicts[r.id].ci[1] / verdicts[r.id].ratio) ** reach) for r in undecided}
         alike = history.judge(undecided, **options, processes=[top] * processes_again)
         again = [r for r in again if r not in undecided or alike[r.id].status == "REGRESSED"]
     if not again:

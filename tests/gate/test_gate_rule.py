@@ -537,19 +537,22 @@ def test_leave_one_out_medians_are_each_column_s_median_without_the_row():
 
 
 def test_an_undecided_benchmark_is_measured_again_only_where_more_processes_could_decide_it():
-    # Fresh processes cost a start-up and the test's time each: spent where, reading as high as
-    # the interval reaches, they would decide it; not on a benchmark whose runs are 40% apart.
+    # Fresh processes cost a start-up and the test's time each: spent where, reading it half-way
+    # to the top of its interval, they would decide it; not on a benchmark whose runs are 6% or
+    # 40% apart (with measure_again_reach=1, reading as high as its interval reaches, the 6% one
+    # was measured again too, and stayed undecided).
     def level(first, spread):
         return runs_at(*(math.exp(spread * k) for k in (-1, 0, 1)), first=first)
 
-    for spread, measured in ((0.012, 3), (0.4, 1)):
+    for spread, reach, measured in ((0.012, 0.5, 3), (0.06, 0.5, 1), (0.06, 1.0, 3), (0.4, 1.0, 1)):
         base = level([1.0, 1.0, 1.0], 0.0)
         for run, k in zip(base, (-1, 0, 1)):  # the first benchmark's own drift between saves
             record = run["benchmarks"][IDS[0]]
             record["rounds_ms"] = [ms * math.exp(spread * k) for ms in record["rounds_ms"]]
         fresh = runs_at(1.0, 1.0, first=[1.08, 1.08])
-        verdict = compare_runs(runs_at(1.0, first=[1.08]), base, processes=fresh)[IDS[0]]
-        assert verdict.processes == measured, (spread, verdict.line())
+        config = GateConfig(measure_again_reach=reach)
+        verdict = compare_runs(runs_at(1.0, first=[1.08]), base, config, processes=fresh)[IDS[0]]
+        assert verdict.processes == measured, (spread, reach, verdict.line())
 
 
 def test_the_processes_of_one_save_share_its_drift():
