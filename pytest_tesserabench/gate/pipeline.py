@@ -8,9 +8,10 @@ compare` calls it on a run file, with the same stages in the same order.
    processes disagree (stage ``processes``); kernel figures that regressed fail it whatever the
    timing says (stage ``kernel figures``);
 3. **conditions** — the run's conditions may soften a verdict, never make one (conditions.py);
-4. **measured again** — a benchmark about to fail, or undecided past its threshold, is measured in
-   fresh processes (the caller's ``measure_again``: the plugin starts them, the CLI reads those the
-   run file kept) and judged again by stages 1-3 on all of its processes as one run.
+4. **measured again** — a benchmark about to fail, or undecided past its threshold where more
+   processes could decide it, is measured in fresh processes (the caller's ``measure_again``:
+   the plugin starts them, the CLI reads those the run file kept) and judged again by stages 1-3
+   on all of its processes as one run.
 
 Stages only move one way: a later stage adds measurements and re-runs the same rule, or softens.
 """
