@@ -201,22 +201,25 @@ def test_a_machine_slower_for_the_whole_suite_is_removed_as_this_runs_shift(rng)
     assert suite is not None and math.expm1(suite.shift) == pytest.approx(0.2, abs=0.03) and not suite.failed
 
 
+EIGHT = [f"t.py::test_{k}" for k in range(8)]
+
+
+def eight_at(rng, levels) -> dict:
+    """A run of eight benchmarks at these levels (ms), each measured with 0.5% round noise."""
+    bench = {
+        i: {"timer": "cpu", "rounds_ms": (level * np.exp(rng.normal(0, 0.005, 12))).tolist()}
+        for i, level in zip(EIGHT, levels)
+    }
+    return {"schema": 1, "canary_ms": [2.0] * 5, "benchmarks": bench, "measured_order": EIGHT[::-1]}
+
+
 def test_benchmarks_that_took_a_shared_shift_unalike_are_not_judged_through_it(rng):
     # A loaded run: the others slowed 40-90%, this one +33%. Removing their median shift would
     # read it faster (a sign flipped by a correction); how unalike they took the shift is its
     # uncertainty, so the verdict is decided neither way, and its hint names the cause.
-    ids = [f"t.py::test_{k}" for k in range(8)]
-
-    def run(levels):
-        bench = {
-            i: {"timer": "cpu", "rounds_ms": (level * np.exp(rng.normal(0, 0.005, 12))).tolist()}
-            for i, level in zip(ids, levels)
-        }
-        return {"schema": 1, "canary_ms": [2.0] * 5, "benchmarks": bench, "measured_order": ids[::-1]}
-
-    base = [run([1.0] * 8) for _ in range(3)]
-    loaded = run([1.33, 1.4, 1.5, 1.6, 1.66, 1.7, 1.8, 1.9])
-    verdict = compare_runs([loaded], base)[ids[0]]
+    base = [eight_at(rng, [1.0] * 8) for _ in range(3)]
+    loaded = eight_at(rng, [1.33, 1.4, 1.5, 1.6, 1.66, 1.7, 1.8, 1.9])
+    verdict = compare_runs([loaded], base)[EIGHT[0]]
     assert verdict.status == "INCONCLUSIVE" and verdict.stage == "shift", verdict.line()
     assert verdict.ratio < 0.85 and verdict.shift > 0.6  # what the correction alone would have decided
     assert "benchmarks did not slow alike" in verdict.hint()
@@ -225,18 +228,9 @@ def test_benchmarks_that_took_a_shared_shift_unalike_are_not_judged_through_it(r
 def test_an_interval_widened_by_how_unalike_the_others_moved_says_so_whatever_the_shift_itself(rng):
     # The others moved -25% to +25% around a median of about nothing: the shift removed is small,
     # its uncertainty is not. The hint names that uncertainty, not a correction of -0.4% that
-    # "cannot be judged through" (a new user read the two as contradicting each other).
-    ids = [f"t.py::test_{k}" for k in range(8)]
-
-    def run(levels):
-        bench = {
-            i: {"timer": "cpu", "rounds_ms": (level * np.exp(rng.normal(0, 0.005, 12))).tolist()}
-            for i, level in zip(ids, levels)
-        }
-        return {"schema": 1, "canary_ms": [2.0] * 5, "benchmarks": bench, "measured_order": ids[::-1]}
-
-    base = [run([1.0] * 8) for _ in range(3)]
-    verdict = compare_runs([run([1.08, 0.75, 0.85, 0.95, 1.0, 1.05, 1.15, 1.25])], base)[ids[0]]
+    # "cannot be judged through" (the two read as contradicting each other).
+    base = [eight_at(rng, [1.0] * 8) for _ in range(3)]
+    verdict = compare_runs([eight_at(rng, [1.08, 0.75, 0.85, 0.95, 1.0, 1.05, 1.15, 1.25])], base)[EIGHT[0]]
     assert verdict.status == "INCONCLUSIVE" and verdict.stage == "rule", verdict.line()
     assert abs(verdict.shift) < 0.03
     assert "most of its interval is the uncertainty of this run's shared shift" in verdict.hint()
