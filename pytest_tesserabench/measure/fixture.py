@@ -214,6 +214,7 @@ class Bench:
             trace = str(profiling.trace_call(fn, args, kwargs, path))
         self.records[name] = replace(
             record,
+            function=_function_name(fn),
             ab=ab,
             canary_ms=canary,
             distributed=_distributed_block(instruments.ranks, comm, record.median_ms),

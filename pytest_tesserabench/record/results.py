@@ -684,6 +684,7 @@ class BenchRecord:
     trace: str | None = None
     ncu: dict | None = None
     ab: ABResult | None = None  # --bench-ab: the reference side and the pairs
+    function: str | None = None  # the measured function as the test named it (bench(fn)): an unlabelled call's row
     canary_ms: float | None = None  # the canary right before this measurement (compared runs)
     # The fresh processes that measured it too (processes/fresh.py): --bench-confirm's, so a file
     # judged again offline is judged on all of them; --bench-save-processes', so a baseline knows
@@ -762,7 +763,7 @@ class BenchRecord:
             "outcome": self.outcome,
             "verdict": self.verdict.to_json() if self.verdict else None,
         }
-        for key in ("trace", "ncu", "distributed", "canary_ms"):
+        for key in ("function", "trace", "ncu", "distributed", "canary_ms"):
             if getattr(self, key) is not None:
                 data[key] = getattr(self, key)
         if self.confirm is not None:
@@ -823,6 +824,7 @@ class BenchRecord:
             kernels=kernels,
             targets=_plain_json(targets, f"{where}.targets"),
             telemetry=_json_object(data.get("telemetry"), f"{where}.telemetry", nullable=True),
+            function=_text(data.get("function"), f"{where}.function", nullable=True),
             trace=_text(data.get("trace"), f"{where}.trace", nullable=True),
             ncu=_json_object(data.get("ncu"), f"{where}.ncu", nullable=True),
             ab=ABResult.from_json(data.get("ab"), f"{where}.ab"),

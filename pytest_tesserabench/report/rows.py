@@ -228,16 +228,28 @@ def test_labels(nodeids: Sequence[str]) -> tuple[str, list[str]]:
     return prefix.removesuffix("::"), labels
 
 
-UNLABELLED = "(unlabelled)"  # the row of a test's unlabelled call (bench without name=) when the header names the test
+UNLABELLED = "(unlabelled)"  # an unlabelled call's row (bench without name=) when nothing names its function
+
+
+def function_label(record: BenchRecord) -> str:
+    """An unlabelled call's row where the header names its test: the function it measured, as
+    the test named it (``dumps`` for ``bench(json.dumps, doc)``; a function defined in the test by
+    its own name), else ``(unlabelled)`` (a lambda, a callable object, or a file written before
+    records kept it)."""
+    function = (record.function or "").rsplit("<locals>.", 1)[-1]
+    return function if _DOTTED_NAME.fullmatch(function) else UNLABELLED
+
+
+_DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")  # (not a lambda's, nor a callable object's repr)
 
 
 def row_labels(records: Sequence[BenchRecord]) -> tuple[str, list[str]]:
     """(what the rows share, each row's label): the rest of its node id and the name of a
-    labelled call."""
+    labelled call (an unlabelled one alone in its test: the function it measured)."""
     shared, tests = test_labels([r.nodeid for r in records])
     labels = []
     for record, test in zip(records, tests):
-        call = UNLABELLED if record.name is None else record.name
+        call = function_label(record) if record.name is None else record.name
         labels.append(call if not test else test if record.name is None else f"{test}{CALL_SEPARATOR}{call}")
     return printable(shared), [printable(label) for label in labels]  # (names are data: safe_text)
 

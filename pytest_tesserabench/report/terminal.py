@@ -218,7 +218,7 @@ def save_processes_line(draws: Mapping[str, int], processes: int) -> str:
     enough = baseline.SAVE_DRAWS
     if draws and all(count >= enough for count in draws.values()):
         return (
-            f"tesserabench: the baseline holds {enough} process draws of each of its benchmarks: this save "
+            f"tesserabench: the baseline holds at least {enough} process draws of each of its benchmarks: this save "
             "measures them in its own process only (a new benchmark in fresh processes too)"
         )
     return (

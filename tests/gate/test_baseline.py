@@ -255,3 +255,11 @@ def test_process_draws_count_every_process_of_the_runs_the_next_save_keeps():
     assert process_draws([three, one, one], 10) == {"t.py::x": 1 + 3 + 1 + 1}
     # with a history of 3 runs, the next save pushes the oldest out: it counts no more
     assert process_draws([three, one, one], 3) == {"t.py::x": 1 + 1 + 1}
+
+
+def test_a_record_keeps_the_function_it_measured_and_refuses_one_that_is_not_text():
+    record = {"timer": "cpu", "rounds_ms": [1.0] * 3, "function": "json.dumps"}
+    (kept,) = RunDocument.from_json({"benchmarks": {"t.py::x": record}}).benchmarks.values()
+    assert kept.function == "json.dumps" and kept.to_json()["function"] == "json.dumps"
+    with pytest.raises(ValueError, match=r"t\.py::x.*function"):
+        RunDocument.from_json({"benchmarks": {"t.py::x": {**record, "function": 3}}})

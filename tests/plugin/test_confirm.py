@@ -274,7 +274,7 @@ def test_a_save_measures_in_fresh_processes_only_while_the_baseline_lacks_proces
         said.append("also measured in 1 fresh process(es)" in result.stdout.str())
     assert started == [1, 1, 0]
     assert said == [True, True, False]  # the header says what the save will cost before it measures
-    result.stdout.fnmatch_lines(["*the baseline holds 4 process draws of each of its benchmarks*"])
+    result.stdout.fnmatch_lines(["*the baseline holds at least 4 process draws of each of its benchmarks*"])
     (path,) = (pytester.path / "baselines" / "main").glob("*.json")
     runs = json.loads(path.read_text())["runs"]
     assert [len(runs[k]["benchmarks"]["test_kernels.py::test_work[a]"].get("confirm") or []) for k in range(3)] == [

@@ -55,6 +55,26 @@ def test_with_bench_measures_and_records(pytester, fast, tmp_path):
     assert rec["gbps"] == pytest.approx(8000 / (stats["median_ms"] / 1e3) / 1e9)
     assert rec["extra_info"] == {"note": "kept"}
     assert rec["group"] == "test_with_bench_measures_and_records.py::test_a"
+    assert rec["function"] == "f"
+    # the table's row of the unlabelled call names the function it measured
+    result.stdout.fnmatch_lines(
+        ["test_with_bench_measures_and_records.py::test_a", "benchmark*", "*", "f *", "small *"]
+    )
+
+
+def test_an_unlabelled_call_of_a_lambda_or_a_local_function_has_a_row_that_says_so(pytester, fast):
+    pytester.makepyfile("""
+        def test_local(bench):
+            def work():
+                return sum(range(100))
+            bench(work)
+        def test_lambda(bench):
+            bench(lambda: sum(range(100)))
+    """)
+    result = pytester.runpytest("--bench", *fast)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*::test_lambda", "benchmark*", "*", "(unlabelled) *"])
+    result.stdout.fnmatch_lines(["*::test_local", "benchmark*", "*", "work *"])
 
 
 def test_two_unlabelled_calls_are_refused(pytester, fast):

@@ -49,6 +49,15 @@ def test_row_labels_and_relative_speed():
         record("t.py::test_mm[M64-bf16]", "torch", 1.0),
     ]
     assert row_labels(recs) == ("t.py::test_mm[M64-bf16]", ["(unlabelled)", "torch"])
+    # an unlabelled call is named by the function it measured, where the record knows it
+    for function, label in (
+        ("matmul", "matmul"),
+        ("test_mm.<locals>.work", "work"),
+        ("<lambda>", "(unlabelled)"),
+        ("functools.partial(<function kernel>)", "(unlabelled)"),
+    ):
+        named = [replace(recs[0], function=function), recs[1]]
+        assert row_labels(named) == ("t.py::test_mm[M64-bf16]", [label, "torch"])
     recs.append(record("t.py::test_mm[M128-bf16]", None, 4.0))
     assert row_labels(recs) == ("t.py::test_mm", ["M64-bf16", "M64-bf16 · torch", "M128-bf16"])
     assert relative_speeds(recs[:2]) == {recs[0].id: 1.0, recs[1].id: 2.0}
