@@ -574,6 +574,20 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "passes: each pass starts on the next CPU",
+        "pytest_tesserabench/measure/passes.py",
+        "        start_on_cpu(self.passes.current)",
+        "        pass",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "fresh processes: each block starts on the next CPU",
+        "pytest_tesserabench/processes/fresh.py",
+        "process.block(rounds, turn=k)",
+        "process.block(rounds)",
+        (CONFIRM,),
+    ),
+    Mutation(
         "--bench-confirm: an undecided verdict past the threshold is measured again",
         "pytest_tesserabench/gate/pipeline.py",
         '    return verdict.status == "INCONCLUSIVE" and verdict.ratio >= 1 + (verdict.threshold or 0.0)',

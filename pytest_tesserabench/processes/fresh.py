@@ -193,7 +193,7 @@ def _measure_in(
             continue
         moment = canary()  # the machine's speed now, kept beside the measurement
         process.warm_up(None, share=pass_share(record))
-        blocks = [process.block(rounds) for rounds in blocks_like(record)]
+        blocks = [process.block(rounds, turn=k) for k, rounds in enumerate(blocks_like(record))]
         process.done()
         measured[record.id] = dataclasses.replace(_fresh_record(record, blocks), canary_ms=moment)
     if message.outcome != "passed":

@@ -18,6 +18,7 @@ from multiprocessing.connection import Client
 import pytest
 
 from pytest_tesserabench.crash import crash_line
+from pytest_tesserabench.machine.cpu_turns import start_on_cpu
 from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.measure.time_limit import paused
 from pytest_tesserabench.processes.lead_bound import die_with_lead
@@ -147,6 +148,8 @@ class ServeLoop:
                 op = message["op"]
                 if op in ("warm", "block"):
                     _pin(message.get("cpu"))  # the lead's CPU: every process measured on one
+                if op == "block" and message.get("turn") is not None:
+                    start_on_cpu(message["turn"])  # a fresh process's blocks, as the session's passes
                 if op == "warm":
                     share = message.get("share", 1.0)
                     plan = sampling.warm_up(timer, dataclasses.replace(budget, max_time=budget.max_time * share))

@@ -304,8 +304,10 @@ class ServedProcess:
         self._send({"op": "warm", "cpu": cpu, "share": share})
         return Plan(**self._measuring_answer(TEST_TIMEOUT_S)["plan"])
 
-    def block(self, rounds: int, cpu: int | None = None) -> Block:
-        self._send({"op": "block", "rounds": rounds, "cpu": cpu})
+    def block(self, rounds: int, cpu: int | None = None, *, turn: int | None = None) -> Block:
+        """That many rounds measured: pinned to ``cpu`` (A/B), or started on the ``turn``-th CPU
+        (a fresh process's block k, as the session's pass k: machine/cpu_turns.py)."""
+        self._send({"op": "block", "rounds": rounds, "cpu": cpu, "turn": turn})
         answer = self._measuring_answer(BLOCK_TIMEOUT_S)
         return Block(list(answer["rounds_ms"]), list(answer["samples_ms"]), float(answer.get("run_queue_wait_s", 0.0)))
 

@@ -182,6 +182,31 @@ def test_a_fresh_process_measures_a_benchmark_with_as_many_calls_as_its_passes_h
         assert 0.6 * sum(here) <= fresh <= 1.5 * sum(here)
 
 
+TURNS_LOG = """
+import os
+
+def pytest_configure(config):
+    if "TESSERABENCH_AB_AUTHKEY" in os.environ:  # a fresh process: log the CPU turn of each block
+        from pytest_tesserabench.processes import serve
+
+        def logged(turn):
+            with open(os.environ["TURNS_LOG"], "a") as log:
+                log.write(f"{turn} ")
+
+        serve.start_on_cpu = logged
+"""
+
+
+def test_a_fresh_process_starts_each_block_on_the_next_cpu_as_the_passes_here(pytester, monkeypatch):
+    # (machine/cpu_turns.py: else a fresh process that landed on a slow vCPU reads slow for life)
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    pytester.makeconftest(TURNS_LOG)
+    turns = pytester.path / "turns.txt"
+    monkeypatch.setenv("TURNS_LOG", str(turns))
+    pytester.runpytest("--bench-save=main", "--bench-save-processes=1", *ARGS).assert_outcomes(passed=3)
+    assert turns.read_text().split() == ["0", "1", "2", "3"] * 3  # each benchmark's four blocks
+
+
 def test_a_run_that_compares_and_saves_confirms_on_the_processes_it_saves(project, monkeypatch):
     monkeypatch.setenv("SLOWER_b", "1.3")
     result = project.runpytest("--bench-compare=main", "--bench-save=main", "--bench-save-processes=1", *ARGS)

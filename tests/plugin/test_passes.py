@@ -78,6 +78,20 @@ def test_every_benchmark_test_runs_in_every_pass_alternating_and_is_reported_onc
         assert record["stats"]["median_ms"] == pytest.approx(2.0)
 
 
+def test_each_pass_starts_its_measurements_on_the_next_cpu(project, monkeypatch):
+    # (machine/cpu_turns.py: a slow vCPU then touches some passes of a process, not all of them)
+    from pytest_tesserabench.measure import passes
+
+    pytester, _ = project
+    turns = []
+    monkeypatch.setattr(passes, "start_on_cpu", turns.append)
+    pytester.runpytest("--bench", "--bench-passes=3", *ARGS).assert_outcomes(passed=4)
+    assert turns == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # pass by pass, each of its three benchmarks
+    turns.clear()
+    pytester.runpytest("--bench", *ARGS).assert_outcomes(passed=4)
+    assert turns == []  # one pass: measured where the scheduler puts it
+
+
 def test_auto_makes_passes_when_saving_or_comparing_and_one_otherwise(project):
     pytester, log = project
     pytester.runpytest("--bench", "--bench-json=one.json", *ARGS).assert_outcomes(passed=4)
