@@ -1,9 +1,10 @@
 """Fresh processes: a benchmark measured again in new pytest processes of the same tree.
 
 Why: a process carries its own steady bias. Where the interpreter, the allocator and the loader
-put things moves a workload by a few percent for the life of the process, and now and then by much
-more (a fresh process reading one benchmark +50% for its whole life). Passes, the run-effect model
-and more rounds all measure inside the one process, so none of them can see it. A/B spreads its
+put things moves a workload by a few percent for the life of the process. Passes, the run-effect
+model and more rounds all measure inside the one process, so none of them can see it. (A process
+that reads a benchmark +50% for its whole life is often one a slow vCPU held: each pass, and each
+block here, starts on the next CPU for that, machine/cpu_turns.py.) A/B spreads its
 measurement over several processes per side for the same reason.
 
 Two uses, both history mode's (the gate's pipeline, gate/pipeline.py, judges what they measure):
