@@ -134,7 +134,7 @@ def test_fails_late_at_ref(bench, fake_clock):
     result.stdout.fnmatch_lines(
         [
             "test_w.py::test_labelled",
-            "(unlabelled) *UNCHANGED*",
+            "kernel *UNCHANGED*",  # (the unlabelled call's row: the function it measured)
             "*old *MISSING*measured at HEAD, not made by this test*",
         ]
     )
