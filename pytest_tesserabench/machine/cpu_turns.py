@@ -2,7 +2,7 @@
 CPUs the process may use, in turn, and left free there.
 
 Why: on a virtual machine one vCPU at a time runs slower, by 1.5-2x, for stretches of a fraction of
-a second to minutes (the host gives its physical core to another guest's thread), and only for
+a second to minutes (presumably the host running other work on the same physical core), and only for
 some kinds of work. The scheduler keeps a single-threaded process on the vCPU it started on, so
 every pass of the process measured the same vCPU: a process that landed on the slow one read a
 benchmark +50-90% for its whole life, and a baseline of nine processes held the benchmark at two
