@@ -576,7 +576,7 @@ MUTATIONS = (
     Mutation(
         "passes: each pass starts on the next CPU",
         "pytest_tesserabench/measure/passes.py",
-        "        start_on_cpu(self.passes.current)",
+        "        start_on_cpu(self.passes.current, timer.name)",
         "        pass",
         ("tests/plugin/test_passes.py",),
     ),

@@ -10,6 +10,8 @@ levels (its noise then hides any slowdown). The gate's centre of a run is the lo
 passes' centres (interference only slows); with the passes spread over the CPUs, that is the
 reading of the CPU the slow stretch did not touch.
 
+Not for a GPU timer: a device's time does not depend on the host's CPU.
+
 Moved, not pinned: the thread's affinity is set to the one CPU and given back at once, so the
 scheduler keeps it there while nothing calls it away, and a multi-threaded benchmark's threads
 (which may be created inside the measurement, and inherit the mask) are never held to one CPU.
@@ -19,12 +21,15 @@ from __future__ import annotations
 
 import os
 
+from pytest_tesserabench.record.results import GPU_TIMERS
 
-def start_on_cpu(turn: int) -> int | None:
+
+def start_on_cpu(turn: int, timer: str) -> int | None:
     """Move the calling thread onto the ``turn``-th of the CPUs it may use (in turn, modulo their
-    number) and leave it free to run on all of them again. The CPU, or None where there is no
-    choice (one CPU, or no affinity on this platform)."""
-    if not hasattr(os, "sched_setaffinity"):
+    number) and leave it free to run on all of them again, for a measurement by ``timer`` (a
+    timer's name). The CPU, or None where there is no choice (one CPU, no affinity on this
+    platform) or no need (a GPU timer)."""
+    if timer in GPU_TIMERS or not hasattr(os, "sched_setaffinity"):
         return None
     allowed = os.sched_getaffinity(0)
     if len(allowed) < 2:

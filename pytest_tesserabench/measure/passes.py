@@ -30,7 +30,6 @@ from dataclasses import replace
 from pytest_tesserabench.crash import crash_line
 from pytest_tesserabench.machine.cpu_turns import start_on_cpu
 from pytest_tesserabench.measure import sampling
-from pytest_tesserabench.record.results import GPU_TIMERS
 
 AUTO_PASSES = 4  # when the run is saved or compared: where drift between runs is what is judged
 MAX_PASSES = 20
@@ -136,8 +135,7 @@ class PassesMeasurer:
 
     def measure(self, timer, budget, *, name, threshold, on_round=None, ranks=sampling.SOLO):
         __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
-        if timer.name not in GPU_TIMERS:  # (a device's time does not depend on the host's CPU)
-            start_on_cpu(self.passes.current)  # each pass on the next CPU (machine/cpu_turns.py)
+        start_on_cpu(self.passes.current, timer.name)  # each pass on the next CPU (machine/cpu_turns.py)
         measurement = sampling.measure(timer, self.passes.budget(budget), on_round=on_round, ranks=ranks)
         return self.passes.measured(name, measurement, budget.target_ci), None
 

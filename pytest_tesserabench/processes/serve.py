@@ -23,7 +23,6 @@ from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.measure.time_limit import paused
 from pytest_tesserabench.processes.lead_bound import die_with_lead
 from pytest_tesserabench.processes.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
-from pytest_tesserabench.record.results import GPU_TIMERS
 
 
 def release_device_memory() -> None:
@@ -149,8 +148,8 @@ class ServeLoop:
                 op = message["op"]
                 if op in ("warm", "block"):
                     _pin(message.get("cpu"))  # the lead's CPU: every process measured on one
-                if op == "block" and message.get("turn") is not None and timer.name not in GPU_TIMERS:
-                    start_on_cpu(message["turn"])  # a fresh process's blocks, as the session's passes
+                if op == "block" and message.get("turn") is not None:
+                    start_on_cpu(message["turn"], timer.name)  # a fresh process's blocks, as the session's passes
                 if op == "warm":
                     share = message.get("share", 1.0)
                     plan = sampling.warm_up(timer, dataclasses.replace(budget, max_time=budget.max_time * share))

@@ -189,9 +189,9 @@ def pytest_configure(config):
     if "TESSERABENCH_AB_AUTHKEY" in os.environ:  # a fresh process: log the CPU turn of each block
         from pytest_tesserabench.processes import serve
 
-        def logged(turn):
+        def logged(turn, timer):
             with open(os.environ["TURNS_LOG"], "a") as log:
-                log.write(f"{turn} ")
+                log.write(f"{turn}:{timer} ")
 
         serve.start_on_cpu = logged
 """
@@ -204,7 +204,7 @@ def test_a_fresh_process_starts_each_block_on_the_next_cpu_as_the_passes_here(py
     turns = pytester.path / "turns.txt"
     monkeypatch.setenv("TURNS_LOG", str(turns))
     pytester.runpytest("--bench-save=main", "--bench-save-processes=1", *ARGS).assert_outcomes(passed=3)
-    assert turns.read_text().split() == ["0", "1", "2", "3"] * 3  # each benchmark's four blocks
+    assert turns.read_text().split() == ["0:cpu", "1:cpu", "2:cpu", "3:cpu"] * 3  # each benchmark's four blocks
 
 
 def test_a_run_that_compares_and_saves_confirms_on_the_processes_it_saves(project, monkeypatch):

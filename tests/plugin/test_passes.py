@@ -84,26 +84,12 @@ def test_each_pass_starts_its_measurements_on_the_next_cpu(project, monkeypatch)
 
     pytester, _ = project
     turns = []
-    monkeypatch.setattr(passes, "start_on_cpu", turns.append)
+    monkeypatch.setattr(passes, "start_on_cpu", lambda turn, timer: turns.append((turn, timer)))
     pytester.runpytest("--bench", "--bench-passes=3", *ARGS).assert_outcomes(passed=4)
-    assert turns == [0, 0, 0, 1, 1, 1, 2, 2, 2]  # pass by pass, each of its three benchmarks
+    assert turns == [(k, "cpu") for k in (0, 0, 0, 1, 1, 1, 2, 2, 2)]  # pass by pass, each of its three benchmarks
     turns.clear()
     pytester.runpytest("--bench", *ARGS).assert_outcomes(passed=4)
     assert turns == []  # one pass: measured where the scheduler puts it
-
-
-def test_a_gpu_timers_passes_are_not_moved_between_cpus(monkeypatch):
-    from types import SimpleNamespace
-
-    from pytest_tesserabench.measure import passes
-
-    turns = []
-    monkeypatch.setattr(passes, "start_on_cpu", turns.append)
-    monkeypatch.setattr(passes.sampling, "measure", lambda *args, **kwargs: "measured")
-    measurer = passes.PassesMeasurer(passes.Passes(3))
-    for name in ("cuda_event", "cuda_graph", "cpu"):
-        measurer.measure(SimpleNamespace(name=name), passes.sampling.Budget(), name=None, threshold=0.05)
-    assert turns == [2]  # the CPU timer's alone (in the reported pass, the third)
 
 
 def test_auto_makes_passes_when_saving_or_comparing_and_one_otherwise(project):
