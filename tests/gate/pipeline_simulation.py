@@ -18,6 +18,10 @@ The machine, in log time, per benchmark b of a suite (each level a draw, each dr
   of a benchmark, which measure it one after the other at one moment (``fresh_stretch_rate``, 0
   unless a machine says: the same stretch for all of them, and for that benchmark only, as a
   neighbour contending for the memory slows a memory-bound benchmark and leaves the others be);
+* in a candidate run, a benchmark can be **unsteady** (probability ``unsteady_rate``, 0 unless a
+  machine says): each pass and each fresh process's block reads it slower by its own 0-40%, as a
+  multi-threaded benchmark does while the machine's CPUs come and go (it needs all of them at
+  once), a state the back-to-back saves did not draw;
 * a **round** adds round noise (sd ``round_sd[b]``) and now and then a spike (+10-50%).
 
 A baseline is ``history`` saves, each the session's process in 4 passes and ``save_processes``
@@ -63,6 +67,7 @@ class Machine:
     two_states: tuple[float, float] = (0.08, 0.3)  # the bimodal benchmark's slow state; how often a process is in it
     stretch_rate: float = 0.1
     fresh_stretch_rate: float = 0.0
+    unsteady_rate: float = 0.0
     spike_rate: float = 0.05
     busy_save: float = 0.1  # probability that a baseline save's session process ran on a busy machine
 
@@ -105,13 +110,17 @@ def _process_levels(rng, suite: Suite, machine: Machine) -> np.ndarray:
     return bias
 
 
-def _rounds(rng, level: float, sd: float, machine: Machine, stretches: bool, rounds: int = ROUNDS_PER_PASS):
+def _rounds(
+    rng, level: float, sd: float, machine: Machine, stretches: bool, rounds: int = ROUNDS_PER_PASS, unsteady=False
+):
     """Round medians (ms) of one benchmark in one process: PASSES passes (blocks) of ``rounds``."""
     out = []
     for _ in range(PASSES):
         pass_level = level
         if stretches and rng.random() < machine.stretch_rate:
             pass_level += math.log1p(rng.uniform(0.05, 0.4))
+        if unsteady:
+            pass_level += math.log1p(rng.uniform(0.0, 0.4))
         noise = rng.normal(0.0, sd, rounds)
         spikes = (rng.random(rounds) < machine.spike_rate) * np.log1p(rng.uniform(0.1, 0.5, rounds))
         out.append(np.exp(pass_level + noise + spikes))
@@ -161,6 +170,9 @@ def make_run(
     if busy:
         session = session + np.log1p(rng.uniform(0.2, 1.0)) * rng.uniform(0.5, 1.5, m)
     processes = [run_level + _process_levels(rng, suite, machine) for _ in range(fresh)]
+    unsteady = np.zeros(m, dtype=bool)  # (drawn only where the machine has them, as below)
+    if loaded and machine.unsteady_rate > 0:
+        unsteady = rng.random(m) < machine.unsteady_rate
     canary = CANARY_MS * math.exp(shift * rng.uniform(*machine.response))
     moment = np.zeros(m)  # (drawn only where the machine has them: other machines' draws stay as they were)
     if machine.fresh_stretch_rate > 0:
@@ -171,14 +183,16 @@ def make_run(
             FreshProcess(
                 tuple(
                     float(r)
-                    for r in _rounds(rng, process[b] + moment[b], suite.round_sd[b], machine, False, FRESH_ROUNDS)
+                    for r in _rounds(
+                        rng, process[b] + moment[b], suite.round_sd[b], machine, False, FRESH_ROUNDS, unsteady[b]
+                    )
                 ),
                 (FRESH_ROUNDS,) * PASSES,
                 canary,
             )
             for process in processes
         ]
-        rounds = _rounds(rng, session[b], suite.round_sd[b], machine, True)
+        rounds = _rounds(rng, session[b], suite.round_sd[b], machine, True, unsteady=unsteady[b])
         records[bench_id] = _record(bench_id, rounds, canary, kept or None)
     return RunDocument(
         benchmarks=records,
