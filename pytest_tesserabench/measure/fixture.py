@@ -180,11 +180,13 @@ class Bench:
             warmup=0.0 if interpreted else self._settings.warmup,
             target_ci=self._settings.target_ci,
         )
+        kept = getattr(self._measurer, "keeps_record", True)  # (an earlier pass's record is not: passes.py)
         status = self._status
         on_round = status.start(self._test_name + ("" if name is None else f" · {name}")) if status else None
         try:
             with instruments.measurement_lock(), instruments.telemetry(timer) as telemetry:
-                canary = instruments.local_canary()  # the machine's speed right now (when comparing)
+                # the machine's speed right now (when comparing), where this call's record is kept
+                canary = instruments.local_canary() if kept else None
                 measurement, ab = self._measurer.measure(
                     timer, budget, name=name, threshold=self._settings.threshold, on_round=on_round,
                     ranks=instruments.ranks,
@@ -209,7 +211,7 @@ class Bench:
             _refuse(label, integrity.check_async(call, timer.torch, timer.device))
         record = self._record(name, measurement, flops, nbytes, _storage_of(self._params, args, kwargs))
         trace = None
-        if self._settings.trace_dir is not None:
+        if self._settings.trace_dir is not None and kept:
             path = profiling.trace_path(self._settings.trace_dir, record.id)
             trace = str(profiling.trace_call(fn, args, kwargs, path))
         self.records[name] = replace(

@@ -133,6 +133,13 @@ class PassesMeasurer:
     def __init__(self, passes: Passes):
         self.passes = passes
 
+    @property
+    def keeps_record(self) -> bool:
+        """Whether the record of this call is kept: only the last pass's is (an earlier pass's
+        rounds are kept and pooled, not the rest of its record), so an earlier pass takes no
+        canary (about 60 ms a benchmark and pass)."""
+        return self.passes.final
+
     def measure(self, timer, budget, *, name, threshold, on_round=None, ranks=sampling.SOLO):
         __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
         start_on_cpu(self.passes.current, timer.name)  # each pass on the next CPU (machine/cpu_turns.py)

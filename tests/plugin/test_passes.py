@@ -92,6 +92,26 @@ def test_each_pass_starts_its_measurements_on_the_next_cpu(project, monkeypatch)
     assert turns == []  # one pass: measured where the scheduler puts it
 
 
+def test_only_the_reported_pass_times_the_canary_beside_a_benchmark(project, monkeypatch):
+    # (an earlier pass's record is not kept: its canary would be thrown away, 60 ms a benchmark)
+    from pytest_tesserabench.measure import canary
+
+    pytester, log = project
+    calls = []
+    real = canary.measure_canary
+
+    def counted(samples=canary.CANARY_SAMPLES):
+        calls.append(samples)
+        return real(2)
+
+    monkeypatch.setattr(canary, "measure_canary", counted)
+    result = pytester.runpytest_inprocess(*ARGS, "--bench-passes=3", "--bench-save=main")
+    result.assert_outcomes(passed=4)
+    assert calls.count(canary.LOCAL_SAMPLES) == 3  # one per benchmark, in the last pass
+    saved = json.loads(next((pytester.path / "baselines" / "main").glob("*.json")).read_text())
+    assert all(record["canary_ms"] for record in saved["runs"][0]["benchmarks"].values())
+
+
 def test_auto_makes_passes_when_saving_or_comparing_and_one_otherwise(project):
     pytester, log = project
     pytester.runpytest("--bench", "--bench-json=one.json", *ARGS).assert_outcomes(passed=4)
@@ -164,6 +184,17 @@ def test_nsight_compute_reruns_a_test_once_not_once_a_pass(project, monkeypatch)
     monkeypatch.setattr(profiling, "run_ncu", lambda nodeid, args, cwd: reruns.append(nodeid) or {})
     pytester.runpytest("--bench-ncu", "--bench-passes=3", *ARGS).assert_outcomes(passed=4)
     assert sorted(reruns) == [f"test_kernels.py::test_work[{name}]" for name in "abc"]
+
+
+def test_a_profiler_trace_is_taken_once_not_once_a_pass(project, monkeypatch, tmp_path):
+    from pytest_tesserabench.machine import profiling
+
+    pytester, _ = project
+    traced = []
+    monkeypatch.setattr(profiling, "trace_call", lambda fn, args, kwargs, path: traced.append(path) or path)
+    result = pytester.runpytest_inprocess("--bench", f"--bench-trace={tmp_path / 'traces'}", "--bench-passes=3", *ARGS)
+    result.assert_outcomes(passed=4)
+    assert len(traced) == 3  # one per benchmark, in the reported pass
 
 
 def test_a_test_timed_in_the_triton_interpreter_takes_one_earlier_pass_then_measures_once(pytester, tmp_path):
