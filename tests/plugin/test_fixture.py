@@ -58,7 +58,7 @@ def test_with_bench_measures_and_records(pytester, fast, tmp_path):
     assert rec["function"] == "f"
     # the table's row of the unlabelled call names the function it measured
     result.stdout.fnmatch_lines(
-        ["test_with_bench_measures_and_records.py::test_a", "benchmark*", "*", "f *", "small *"]
+        ["test_with_bench_measures_and_records.py::test_a*", "benchmark*", "*", "f *", "small *"]
     )
 
 

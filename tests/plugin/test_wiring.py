@@ -75,7 +75,7 @@ def test_a_labelled_call_the_test_stopped_making_is_missing(project, monkeypatch
     monkeypatch.delenv("LABELLED")
     result, run = run_json(project, tmp_path, "--bench-compare=main")
     result.assert_outcomes(passed=ALL)
-    result.stdout.fnmatch_lines(["test_w.py::test_work", "*a · twin *MISSING*in the baseline*"])
+    result.stdout.fnmatch_lines(["test_w.py::test_work*", "*a · twin *MISSING*in the baseline*"])
     result.stdout.fnmatch_lines(["*3 missing*"])
 
 
