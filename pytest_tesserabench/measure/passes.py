@@ -71,13 +71,17 @@ class Passes:
         return self.current == self.total - 1
 
     def budget(self, budget: sampling.Budget) -> sampling.Budget:
-        """A pass's share: the time and the fewest rounds split over the passes (3 rounds at
-        least: each pass's centre is the median of its rounds)."""
+        """A pass's share: the time, the warm-up and the fewest rounds split over the passes (3
+        rounds at least: each pass's centre is the median of its rounds; one warm-up call at
+        least, sampling.warm_up). A run in passes then warms up and measures as long as a run in
+        one pass; a fresh process, likewise, warms up once and measures its blocks on from there
+        (processes/fresh.py)."""
         if self.total == 1 or self.nodeid in self.once:
             return budget
         return replace(
             budget,
             max_time=budget.max_time / self.total,
+            warmup=budget.warmup / self.total,
             min_rounds=max(MIN_ROUNDS_PER_PASS, math.ceil(budget.min_rounds / self.total)),
         )
 

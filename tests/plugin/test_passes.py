@@ -231,9 +231,9 @@ def test_a_pass_gets_its_share_of_the_budget_and_a_test_measured_once_all_of_it(
     from pytest_tesserabench.measure import passes, sampling
 
     plan = passes.Passes(4)
-    budget = sampling.Budget(max_time=1.0, min_rounds=5)
+    budget = sampling.Budget(max_time=1.0, min_rounds=5, warmup=0.1)
     plan.nodeid = "t.py::test_a"
-    assert plan.budget(budget) == sampling.Budget(max_time=0.25, min_rounds=3)
+    assert plan.budget(budget) == sampling.Budget(max_time=0.25, min_rounds=3, warmup=0.025)
     plan.earlier[("t.py::test_a", None)] = [sampling.Measurement(timer="cpu")]
     plan.measure_once("t.py::test_a")
     assert plan.budget(budget) == budget and plan.earlier == {}
