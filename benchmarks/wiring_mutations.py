@@ -581,6 +581,27 @@ MUTATIONS = (
         ("tests/plugin/test_passes.py",),
     ),
     Mutation(
+        "passes: an earlier pass takes no canary",
+        "pytest_tesserabench/measure/fixture.py",
+        "canary = instruments.local_canary() if kept else None",
+        "canary = instruments.local_canary()",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "passes: an earlier pass takes no profiler trace",
+        "pytest_tesserabench/measure/fixture.py",
+        "if self._settings.trace_dir is not None and kept:",
+        "if self._settings.trace_dir is not None:",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "passes: a pass warms up for its share",
+        "pytest_tesserabench/measure/passes.py",
+        "            warmup=budget.warmup / self.total,\n",
+        "",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
         "fresh processes: each block starts on the next CPU",
         "pytest_tesserabench/processes/fresh.py",
         "process.block(rounds, turn=k)",
