@@ -2,12 +2,16 @@
 (tests/gate/pipeline_simulation.py says what the machines do; benchmarks/gate_power.py prints the
 same figures for more projects, beside pytest-benchmark's rule)."""
 
+import math
+
+import numpy as np
 import pytest
-from pipeline_simulation import Machine, simulate, suite_rule
+from pipeline_simulation import Machine, make_run, make_suite, simulate, suite_rule
 
 from pytest_tesserabench.gate import GateConfig
+from pytest_tesserabench.gate.centres import pass_centres
 from pytest_tesserabench.gate.pipeline import History, judge_run
-from pytest_tesserabench.record.results import Verdict
+from pytest_tesserabench.record.results import Verdict, fresh_records
 
 CONFIG = GateConfig()
 SUITES = 25  # projects of 8 benchmarks: 4 candidate runs each, 650 unchanged benchmark-runs
@@ -93,3 +97,19 @@ def test_the_suite_wide_rule_catches_a_slower_code_on_a_quiet_machine_more_often
     quiet = simulate(_unjudged, MACHINES["quiet"], suites=50, seed=12, slowdowns=(0.0,), suite_fails=suite_rule(CONFIG))
     print(f"\nquiet, every benchmark +20%: {quiet.counts['suite, all +20%']}")
     assert quiet.rate("suite, all +20%", "FAILED") >= 0.5, quiet.counts["suite, all +20%"]
+
+
+def test_an_unsteady_machine_scatters_a_candidate_s_passes_and_blocks_and_no_save_s():
+    # (benchmarks/gate_power.py's "quiet, unsteady" machine rests on this)
+    def spread(machine, loaded):
+        rng = np.random.default_rng(3)
+        run = make_run(rng, make_suite(rng, machine), machine, fresh=2, loaded=loaded)
+        records = [r for record in run.benchmarks.values() for r in (record, *fresh_records(record))]
+        return float(np.median([max(c) - min(c) for c in map(pass_centres, records)]))
+
+    steady, unsteady = (
+        Machine(stretch_rate=0.0, spike_rate=0.0),
+        Machine(stretch_rate=0.0, spike_rate=0.0, unsteady_rate=1.0),
+    )
+    assert spread(unsteady, loaded=True) > spread(steady, loaded=True) + math.log1p(0.1)
+    assert spread(unsteady, loaded=False) == spread(steady, loaded=False)  # the saves: as quiet as ever
