@@ -125,3 +125,36 @@ def test_ncu_counters_are_summarised_per_named_kernel_and_an_unseen_one_has_no_l
     assert counters["matmul_bf16"]["launches"] == 2
     assert counters["matmul_bf16"]["gpu_time_ms"] == pytest.approx(0.8)
     assert counters["attention"]["launches"] == 0
+
+
+def _baseline_part(tmp_path, monkeypatch, *, dry: bool, status: str) -> dict:
+    """part_baseline with its four pytest runs faked: each "run" writes its --bench-json, the
+    comparison's with one benchmark of ``status``, and exits as pytest would."""
+    module = _module()
+
+    def fake_run(truth, name, command, timeout, env):
+        out = Path(next(arg.split("=", 1)[1] for arg in command if arg.startswith("--bench-json=")))
+        verdict = {"status": status} if name == "baseline-compare" else None
+        record = {"nodeid": "tests/bench/test_x.py::test_softmax", "name": None, "verdict": verdict}
+        out.write_text(json.dumps({"benchmarks": {"softmax": record}}))
+        return 1 if status == "REGRESSED" and name == "baseline-compare" else 0
+
+    monkeypatch.setattr(module, "run_logged", fake_run)
+    truth = module.Truth(tmp_path, dry=dry, budget=60)
+    return module.part_baseline(truth, 60, env={})
+
+
+@pytest.mark.parametrize("dry", [False, True])
+def test_the_baseline_part_passes_a_comparison_that_calls_nothing_regressed(tmp_path, monkeypatch, dry):
+    entry = _baseline_part(tmp_path, monkeypatch, dry=dry, status="UNCHANGED")
+    assert entry["status"] == "done" and entry["gate_passed"]
+    assert entry["verdicts"] == {"tests/bench/test_x.py::test_softmax": "UNCHANGED"}
+
+
+def test_a_regressed_verdict_fails_the_baseline_part_on_the_device_but_not_in_the_dry_run(tmp_path, monkeypatch):
+    # On the device a REGRESSED of unchanged code is the gate failing; the dry run times CPU
+    # stand-ins beside other jobs, where it proves only that the saves and the comparison ran.
+    device = _baseline_part(tmp_path / "device", monkeypatch, dry=False, status="REGRESSED")
+    assert device["status"] == "failed" and not device["gate_passed"]
+    dry = _baseline_part(tmp_path / "dry", monkeypatch, dry=True, status="REGRESSED")
+    assert dry["status"] == "done" and not dry["gate_passed"]
