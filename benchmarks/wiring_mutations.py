@@ -602,6 +602,20 @@ MUTATIONS = (
         ("tests/plugin/test_passes.py",),
     ),
     Mutation(
+        "A/B: served processes forked by the zygote",
+        "pytest_tesserabench/ab/lead.py",
+        "process.launch(self.zygote)",
+        "process.launch()",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "zygote: a child's exit status read from its file",
+        "pytest_tesserabench/processes/zygote.py",
+        "self.returncode = int(self._status_path.read_text())",
+        "pass",
+        ("tests/plugin/test_zygote.py",),
+    ),
+    Mutation(
         "fresh processes: each block starts on the next CPU",
         "pytest_tesserabench/processes/fresh.py",
         "process.block(rounds, turn=k)",

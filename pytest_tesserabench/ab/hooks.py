@@ -137,6 +137,10 @@ class ABHooks:
             )
 
     # -- the end -----------------------------------------------------------------------------------
+    def pytest_terminal_summary(self, terminalreporter) -> None:
+        if self.lead.start_note is not None:  # (an xdist worker's lead has no terminal)
+            terminalreporter.write_line(f"tesserabench: A/B: {self.lead.start_note}")
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.lead.close()
         if not self.state.is_worker:  # the controller (or the only process) owns the worktree

@@ -12,6 +12,8 @@ are born alike, and several per side turn that bias into noise the rule can see 
 from __future__ import annotations
 
 import functools
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,7 +31,9 @@ from pytest_tesserabench.processes.served import (
     TestDone,
     close_all,
     measurement_args,
+    served_environment,
 )
+from pytest_tesserabench.processes.zygote import Zygote, preload_for
 from pytest_tesserabench.record.results import ABDecision, ABResult
 
 
@@ -71,6 +75,8 @@ class ABLead:
         self.selection: list[str] = []
         self.test: TestOnBothSides | None = None
         self.failed: ProcessError | None = None  # the served processes could not start
+        self.zygote: Zygote | None = None  # what forks the served processes (zygote.py), if anything
+        self.start_note: str | None = None  # how the served processes started, and how long it took
 
     @classmethod
     def open(cls, settings: Settings, *, rootdir: Path, cache_dir: Path) -> ABLead:
@@ -144,10 +150,22 @@ class ABLead:
                         cache_dir=self.cache_dir,
                     )
                 )
+        started = time.monotonic()
+        self.zygote, why = Zygote.start(
+            served_environment(pinned=True),
+            preload_for(sys.modules, [self.reference.repo, self.reference.path]),
+            self.candidates[0].log_path.with_name("zygote.log"),
+        )
         for process in self._all():
-            process.launch()
+            process.launch(self.zygote)
         for process in self._all():
             process.connect()
+        count = len(self._all())
+        if self.zygote is not None:
+            how = f"forked from one process that imported {', '.join(self.zygote.preloaded)}"
+        else:
+            how = f"each a Python of its own ({why})"
+        self.start_note = f"{count} served processes started in {time.monotonic() - started:.1f} s, {how}"
 
     def _reference_files(self, root: Path) -> tuple[list[str], list[str]]:
         """What REF's served processes collect (``root``: REF's rootdir): this session's test files
@@ -172,6 +190,9 @@ class ABLead:
     def close(self) -> None:
         close_all(self._all())
         self.candidates, self.references = [], []
+        if self.zygote is not None:
+            self.zygote.close()
+            self.zygote = None
 
     # -- a test ------------------------------------------------------------------------------------
     def begin_test(self, nodeid: str) -> None:

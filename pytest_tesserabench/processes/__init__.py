@@ -8,6 +8,8 @@ started them.
 * ``fresh``: a run's fresh processes (``ProcessPool``), which measure a save's benchmarks again
   (``--bench-save-processes``) and an undecided or failing one in history mode
   (``--bench-confirm``), each as a run of its own for the gate.
+* ``zygote``: A/B's served processes forked from one process that imported the heavy libraries
+  once (a torch import each was a third of an A/B run on a 2-CPU runner).
 * ``lead_bound``: such a process ends when the session that started it dies, even inside a test.
 * ``leftovers``: the temp folders of a session killed before it could remove them, removed by the
   next one.

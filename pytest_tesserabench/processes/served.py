@@ -68,6 +68,21 @@ class TestDone:
     unpaired: list[str | None] = field(default_factory=list)
 
 
+def served_environment(pinned: bool) -> dict[str, str]:
+    """The environment every served process (and A/B's zygote) starts with: this one's, the lead's
+    pid to end with it (lead_bound.py), and one-thread pools where it measures pinned."""
+    env = dict(os.environ)
+    env.update(lead_environment())
+    # Pinned to one CPU while measuring, a BLAS or OpenMP pool sized to the machine spins its
+    # threads against each other on that CPU: numpy's matmul measured 0.33 ms alone and up to
+    # 27 ms in a served process. One thread is what a pinned process can run (unless the user
+    # sized the pools). Unpinned (--bench-confirm), the pools stay as in the session that asked.
+    if pinned:
+        for pool in THREAD_POOLS:
+            env.setdefault(pool, "1")
+    return env
+
+
 def measurement_args(settings) -> list[str]:
     """The session's measurement options, for a served process to measure as it would."""
     args = [
@@ -122,15 +137,15 @@ class ServedProcess:
         self.log_path = self._folder / "served.log"
 
     # -- life cycle --------------------------------------------------------------------------------
-    def launch(self) -> None:
+    def launch(self, zygote=None) -> None:
         """The process started (collecting); ``connect`` waits for it. Separate, so that several
-        processes collect at once."""
+        processes collect at once. Forked by ``zygote`` (zygote.py) where given, else a Python of
+        its own."""
         authkey = os.urandom(16)
         address = self._socket_address()
         self._listener = Listener(address, family="AF_UNIX", authkey=authkey)
-        env = dict(os.environ)
+        env = served_environment(self.pinned)
         env[AUTHKEY_ENV] = authkey.hex()
-        env.update(lead_environment())  # it ends when this process does (lead_bound.py)
         if self.cache_dir is not None:
             env[CACHE_ENV] = str(self.cache_dir)
         env[REFERENCE_ONLY_ENV] = os.pathsep.join(self.reference_only_files)
@@ -139,21 +154,22 @@ class ServedProcess:
         # the process puts there: a steady bias of several percent (Mytkowicz et al., "Producing
         # wrong data without doing anything obviously wrong!", ASPLOS 2009). The two sides' paths
         # differ in length, so their sizes would differ systematically; a random pad per process
-        # makes it one more per-process draw, which the rule over process pairs averages.
+        # makes it one more per-process draw, which the rule over process pairs averages. (A forked
+        # process keeps its zygote's stack, the same on both sides.)
         env[PAD_ENV] = "x" * secrets.randbelow(PAD_MAX + 1)
-        # Pinned to one CPU while measuring, a BLAS or OpenMP pool sized to the machine spins its
-        # threads against each other on that CPU: numpy's matmul measured 0.33 ms alone and up to
-        # 27 ms in a served process. One thread is what a pinned process can run (unless the user
-        # sized the pools). Unpinned (--bench-confirm), the pools stay as in the session that asked.
-        if self.pinned:
-            for pool in THREAD_POOLS:
-                env.setdefault(pool, "1")
         serve = f"--bench-ab-serve={address.replace(chr(0), '@', 1)}"
-        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "--bench", serve]
+        args = ["-q", "-p", "no:randomly", "--bench", serve]
         if importlib.util.find_spec("xdist") is not None:
-            command += ["-n", "0"]  # one process, whatever addopts say
-        command += [*self.pytest_args, *self.test_files, *self.reference_only_files]
+            args += ["-n", "0"]  # one process, whatever addopts say
+        args += [*self.pytest_args, *self.test_files, *self.reference_only_files]
+        if zygote is not None:
+            try:
+                self.process = zygote.fork(args, env, self.cwd, self.log_path)
+                return
+            except OSError as exc:
+                raise ProcessError(f"{self.option}: {self.where} could not be forked: {exc}") from None
         log = open(self.log_path, "wb")  # noqa: SIM115 - the child writes to it until it exits
+        command = [sys.executable, "-m", "pytest", *args]
         self.process = subprocess.Popen(command, cwd=self.cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
 
     def _socket_address(self) -> str:

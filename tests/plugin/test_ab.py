@@ -339,7 +339,7 @@ def test_where(bench):
         with open(os.environ["AFFINITY_LOG"], "a") as log:
             pad = len(os.environ.get("TESSERABENCH_AB_PAD", ""))
             blas = os.environ.get("OPENBLAS_NUM_THREADS", "-")
-            log.write(f"{os.getpid()} {pad} {blas} {sorted(os.sched_getaffinity(0))}\\n")
+            log.write(f"{os.getpid()} {os.getppid()} {pad} {blas} {sorted(os.sched_getaffinity(0))}\\n")
     bench(kernel)
 """
 
@@ -347,8 +347,9 @@ def test_where(bench):
 @pytest.mark.skipif(
     not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs 2+ CPUs to pin to"
 )
+@pytest.mark.parametrize("fork", [True, False], ids=["forked", "spawned"])
 def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_its_own_environment_size(
-    pytester, monkeypatch, tmp_path
+    pytester, monkeypatch, tmp_path, fork
 ):
     # vCPUs of one VM differ in speed by tens of percent: two sides left on different CPUs differ
     # for a reason that is not their code (docs/gate.md)
@@ -360,16 +361,15 @@ def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_it
     (pytester.path / ".gitignore").write_text(".pytest_cache/\n__pycache__/\n")
     commit(pytester.path, "base")
     args = ("--bench-max-time=0.05", "--bench-warmup=0", "--bench-ab-processes=4", "-p", "no:randomly")
-    pytester.runpytest("--bench-ab=main", *args)
-    single_cpu, pads, pools = (
-        {},
-        {},
-        {},
-    )  # pid -> the one-CPU affinities its calls ran under (the first call is unpinned)
+    pytest.importorskip("numpy")  # imported by the session: the served processes fork from a zygote that has it
+    if not fork:
+        monkeypatch.setenv("TESSERABENCH_NO_FORK", "1")
+    result = pytester.runpytest("--bench-ab=main", *args)
+    single_cpu, pads, pools, parents = {}, {}, {}, {}  # single_cpu: pid -> the one-CPU affinities its calls ran under
     for line in log.read_text().splitlines():
-        pid, pad, blas, cpus = line.split(" ", 3)
+        pid, parent, pad, blas, cpus = line.split(" ", 4)
         single_cpu.setdefault(pid, set()).update([cpus] if "," not in cpus else [])
-        pads[pid], pools[pid] = int(pad), blas
+        pads[pid], pools[pid], parents[pid] = int(pad), blas, int(parent)
     measured = {pid: cpus for pid, cpus in single_cpu.items() if cpus}
     assert not single_cpu.get(str(os.getpid()))  # the lead (in-process here) measures nothing itself
     assert len(measured) == 8, single_cpu  # 4 served processes per side
@@ -378,6 +378,14 @@ def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_it
     assert len({pads[pid] for pid in measured}) > 1, pads
     # one BLAS thread in a process pinned to one CPU (a pool of many would spin against itself)
     assert {pools[pid] for pid in measured} == {"1"}, pools
+    parents = {parents[pid] for pid in measured}
+    if fork:  # all forked by one zygote (zygote.py), which imported numpy once for all of them
+        assert len(parents) == 1 and os.getpid() not in parents, parents
+        how = "forked from one process that imported numpy*"
+    else:  # each started by the lead
+        assert parents == {os.getpid()}, parents
+        how = "each a Python of its own (TESSERABENCH_NO_FORK is set)"
+    result.stdout.fnmatch_lines([f"tesserabench: A/B: 8 served processes started in * s, {how}"])
 
 
 def test_timings_of_kernels_run_in_the_interpreter_are_not_gated(pytester):
