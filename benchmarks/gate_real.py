@@ -339,7 +339,7 @@ def main() -> int:
             elapsed = time.time() - started
             print(f"[{condition}] repetition {rep + 1}/{args.reps} done, {elapsed / 60:.1f} min", file=sys.stderr)
 
-    if args.keep:
+    if args.keep and (repo / "baselines").exists():  # (none where no mode saved one: A/B alone)
         shutil.copytree(repo / "baselines", args.keep / "baselines", dirs_exist_ok=True)
     report(outcomes, args, workloads.slowed)
     costs = ", ".join(f"{mode} {sum(v) / len(v):.0f} s" for mode, v in seconds.items())

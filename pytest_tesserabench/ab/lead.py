@@ -77,6 +77,7 @@ class ABLead:
         self.failed: ProcessError | None = None  # the served processes could not start
         self.zygote: Zygote | None = None  # what forks the served processes (zygote.py), if anything
         self.start_note: str | None = None  # how the served processes started, and how long it took
+        self.collection_imported: set[str] = set()  # sys.modules once the tests were collected
 
     @classmethod
     def open(cls, settings: Settings, *, rootdir: Path, cache_dir: Path) -> ABLead:
@@ -106,6 +107,9 @@ class ABLead:
         self.known_here = known_here
         self.selection = list(selection)  # -k/-m: the served processes select as this session did
         self.search_paths, self.file_patterns = list(search_paths), list(file_patterns)
+        # What collecting the tests imported, which every served process imports again (what the
+        # lead imports later to judge, a served process never does).
+        self.collection_imported = set(sys.modules)
 
     def reference_only(self) -> list[str]:
         """Benchmark tests REF has and this tree does not (deleted or renamed here, or in a test
@@ -153,7 +157,7 @@ class ABLead:
         started = time.monotonic()
         self.zygote, why = Zygote.start(
             served_environment(pinned=True),
-            preload_for(sys.modules, [self.reference.repo, self.reference.path]),
+            preload_for(self.collection_imported, [self.reference.repo, self.reference.path]),
             self.candidates[0].log_path.with_name("zygote.log"),
         )
         for process in self._all():

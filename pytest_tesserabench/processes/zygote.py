@@ -3,9 +3,9 @@
 Each served process is a pytest of its own, and most of its start is importing what every one of
 them imports (torch alone is about 1.7 s of CPU): sixteen served processes on a 2-CPU runner spent
 about 28 s starting, a third of an A/B run. The zygote, started once per lead with the served
-processes' environment, imports those libraries (``PRELOAD``, where the session imported them and
-neither tree has a module of that name), then forks a served process per request; the child sets
-its environment, folder, path and output, and runs pytest as ``python -m pytest`` would.
+processes' environment, imports those libraries (``PRELOAD``, where collecting the tests imported
+them and neither tree has a module of that name), then forks a served process per request; the
+child sets its environment, folder, path and output, and runs pytest as ``python -m pytest`` would.
 
 What forking changes for the measurement: every served process shares the zygote's memory layout
 (its libraries' addresses, its stack's alignment, its hash seed), on both sides alike, so that part
