@@ -48,15 +48,22 @@ REAP_S = 0.05  # how often the zygote reaps its children while it waits for a re
 UNKNOWN_EXIT = 255  # a child whose zygote died before telling how it ended
 
 
-def preload_for(imported, trees: list[Path]) -> list[str]:
-    """The PRELOAD modules this session imported (``imported``: sys.modules' names) that no tree
-    shadows: a tree with a top-level module or package of that name would have its own imported in
-    a served process, and a preloaded one would measure the wrong code on both sides."""
+def preload_for(imported: dict, roots: list[Path], trees: list[Path]) -> list[str]:
+    """The PRELOAD modules this session imported (``imported``: sys.modules) that neither side's
+    code shadows: a module of that name in a folder a served process imports from (``roots``: its
+    working folder, its tree, the tree's src/), or one this session imported from inside a tree
+    (``trees``: an ini ``pythonpath``, a conftest's sys.path). A served process would import its
+    own, and a preloaded one would measure the wrong code on both sides."""
+
+    def inside(path: Path, tree: Path) -> bool:
+        return path == tree or tree in path.parents
 
     def shadowed(name: str) -> bool:
         top = name.split(".")[0]
-        roots = [root for tree in trees for root in (tree, tree / "src")]
-        return any((root / top).exists() or (root / f"{top}.py").exists() for root in roots)
+        if any((root / top).exists() or (root / f"{top}.py").exists() for root in roots):
+            return True
+        origin = getattr(imported.get(top), "__file__", None)
+        return origin is not None and any(inside(Path(origin).resolve(), tree.resolve()) for tree in trees)
 
     return [name for name in PRELOAD if name in imported and not shadowed(name)]
 
@@ -147,8 +154,11 @@ class Zygote:
             return None, "it did not start: " + (" / ".join(tail) or "no output")
         if hello["threads"] > 1:
             zygote.close()
-            imported = ", ".join(preload)
-            return None, f"it had {hello['threads']} threads after importing {imported} (a thread pool above one)"
+            from pytest_tesserabench.machine.threads import POOLS
+
+            sized = [f"{pool}={env[pool]}" for pool in POOLS if env.get(pool, "1") != "1"]
+            pools = ", ".join(sized) or "a thread pool above one"
+            return None, f"the process to fork them from had {hello['threads']} threads after its imports: {pools}"
         zygote.preloaded = list(hello["preloaded"])
         return zygote, ""
 

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import types
 
 import pytest
 
@@ -82,6 +83,9 @@ def test_a_zygote_with_threads_after_its_imports_does_not_fork(tmp_path, monkeyp
     env = {**served_environment(pinned=True), "PYTHONPATH": str(tmp_path)}
     made, why = zygote.Zygote.start(env, ["starts_a_thread"], tmp_path / "zygote.log")
     assert made is None and "2 threads" in why
+    sized = {**env, "OPENBLAS_NUM_THREADS": "2"}
+    made, why = zygote.Zygote.start(sized, ["starts_a_thread"], tmp_path / "zygote2.log")
+    assert made is None and why.endswith("after its imports: OPENBLAS_NUM_THREADS=2"), why
 
 
 def test_no_fork_when_asked_or_nothing_to_preload(tmp_path, monkeypatch):
@@ -92,10 +96,16 @@ def test_no_fork_when_asked_or_nothing_to_preload(tmp_path, monkeypatch):
     assert made is None and zygote.NO_FORK_ENV in why
 
 
-def test_only_modules_the_session_imported_and_no_tree_shadows_are_preloaded(tmp_path):
+def test_only_modules_the_session_imported_and_no_side_shadows_are_preloaded(tmp_path):
     here, there = tmp_path / "here", tmp_path / "there"
     (here / "src" / "triton").mkdir(parents=True)  # the project vendors its own triton
-    there.mkdir()
-    (there / "scipy.py").write_text("")  # REF has a scipy.py
-    imported = {"numpy", "scipy", "scipy.stats", "torch", "triton", "json"}
-    assert zygote.preload_for(imported, [here, there]) == ["numpy", "torch"]
+    (there / "sub").mkdir(parents=True)
+    (there / "sub" / "scipy.py").write_text("")  # REF has a scipy.py where its pytest runs (a subfolder)
+    (here / "lib").mkdir()
+    (here / "lib" / "torch.py").write_text("")  # imported from the tree through an ini pythonpath
+    imported = {name: None for name in ("numpy", "scipy", "scipy.stats", "triton", "json")}
+    imported["torch"] = types.SimpleNamespace(__file__=str(here / "lib" / "torch.py"))
+    roots = [root for tree in (here, there) for root in (tree / "sub", tree, tree / "src")]
+    assert zygote.preload_for(imported, roots, [here, there]) == ["numpy"]
+    imported["torch"] = types.SimpleNamespace(__file__=str(tmp_path / "site-packages" / "torch" / "__init__.py"))
+    assert zygote.preload_for(imported, roots, [here, there]) == ["numpy", "torch"]
