@@ -3,6 +3,7 @@ kernel figures of both sides compared as the gate does (same machine, same Trito
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import replace
 
@@ -49,11 +50,12 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
             alpha_per_look=0.0,
             processes=decision.processes,
         )
+        candidate_ms, reference_ms = _centres(record.rounds_ms, reference_rounds, ab.processes)
         verdict = paired_verdict(
             record.id,
             paired,
-            candidate_ms=record.median_ms,
-            reference_ms=statistics.median(reference_rounds) if reference_rounds else None,
+            candidate_ms=candidate_ms if candidate_ms is not None else record.median_ms,
+            reference_ms=reference_ms,
             alpha_per_test=ab.alpha_per_test,
             notes=tuple(notes),
         )
@@ -62,3 +64,22 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
             verdict = replace(verdict, status="REGRESSED", severity=severity, reasons=kernels.reasons)
         verdicts[record.id] = verdict
     return verdicts
+
+
+def _centres(candidate_rounds, reference_rounds, processes) -> tuple[float | None, float | None]:
+    """Each side's time as the change is estimated: the geometric mean over the served processes
+    of each one's median round (pair k's blocks came from process pair ``processes[k]``, one round
+    each). The median of all rounds pooled can sit in another process's mode on each side (a
+    process's bias is steady, some run several percent apart), and read a change the pairs do
+    not. Pooled medians where the rounds do not line up with the pairs."""
+    if processes and len(candidate_rounds) == len(reference_rounds) == len(processes):
+
+        def centre(rounds) -> float:
+            by_process: dict[int, list[float]] = {}
+            for process, ms in zip(processes, rounds, strict=True):
+                by_process.setdefault(process, []).append(ms)
+            return math.exp(statistics.fmean(math.log(statistics.median(v)) for v in by_process.values()))
+
+        return centre(candidate_rounds), centre(reference_rounds)
+    pooled = statistics.median(reference_rounds) if reference_rounds else None
+    return None, pooled

@@ -78,3 +78,25 @@ def test_a_verdict_says_the_extra_pairs_it_measured_and_whether_they_settled_it(
     )  # fmt: skip
     verdict = ab_verdicts([record], 0.05, machine={})[record.id]
     assert verdict.status == status and said in verdict.notes
+
+
+def test_ref_and_now_are_each_sides_processes_as_the_change_is_and_not_their_rounds_pooled():
+    # Three process pairs, a steady bias per process: A's read 1.0, 1.3, 1.3 ms, B's 1.3, 1.0, 1.0.
+    # The pairs say +9.1% (the mean of their log ratios); the rounds pooled would say 1.0 -> 1.3 ms.
+    processes = [0, 1, 2] * 3
+    candidate = [{0: 1.0, 1: 1.3, 2: 1.3}[k] for k in processes]
+    reference = [{0: 1.3, 1: 1.0, 2: 1.0}[k] for k in processes]
+    data = {**DECIDED, "processes": processes, "reference_rounds_ms": reference}
+    record = BenchRecord(
+        nodeid="t.py::test", name=None, group="t.py", timer="cpu", rounds_ms=candidate, stats=None,
+        ab=ABResult.from_json(data, "ab"),
+    )  # fmt: skip
+    verdict = ab_verdicts([record], 0.05, machine={})[record.id]
+    assert verdict.candidate_ms / verdict.baseline_ms == pytest.approx((1.3 / 1.0) ** (1 / 3))  # +9.1%
+    assert verdict.baseline_ms == pytest.approx((1.3 * 1.0 * 1.0) ** (1 / 3))
+    # rounds that do not line up with the pairs: the pooled medians, as before
+    unaligned = BenchRecord(
+        nodeid="t.py::test", name=None, group="t.py", timer="cpu", rounds_ms=candidate[:-1], stats=None,
+        ab=ABResult.from_json(data, "ab"),
+    )  # fmt: skip
+    assert ab_verdicts([unaligned], 0.05, machine={})[unaligned.id].baseline_ms == pytest.approx(1.0)
