@@ -12,7 +12,6 @@ are born alike, and several per side turn that bias into noise the rule can see 
 from __future__ import annotations
 
 import functools
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -33,7 +32,7 @@ from pytest_tesserabench.processes.served import (
     measurement_args,
     served_environment,
 )
-from pytest_tesserabench.processes.zygote import Zygote, preload_for
+from pytest_tesserabench.processes.zygote import Zygote, imported_now, preload_for
 from pytest_tesserabench.record.results import ABDecision, ABResult
 
 
@@ -77,7 +76,7 @@ class ABLead:
         self.failed: ProcessError | None = None  # the served processes could not start
         self.zygote: Zygote | None = None  # what forks the served processes (zygote.py), if anything
         self.start_note: str | None = None  # how the served processes started, and how long it took
-        self.collection_imported: dict = {}  # sys.modules once the tests were collected
+        self.collection_imported: dict = {}  # the PRELOAD modules imported once the tests were collected
 
     @classmethod
     def open(cls, settings: Settings, *, rootdir: Path, cache_dir: Path) -> ABLead:
@@ -109,7 +108,7 @@ class ABLead:
         self.search_paths, self.file_patterns = list(search_paths), list(file_patterns)
         # What collecting the tests imported, which every served process imports again (what the
         # lead imports later to judge, a served process never does).
-        self.collection_imported = dict(sys.modules)
+        self.collection_imported = imported_now()
 
     def reference_only(self) -> list[str]:
         """Benchmark tests REF has and this tree does not (deleted or renamed here, or in a test
@@ -155,10 +154,9 @@ class ABLead:
                     )
                 )
         started = time.monotonic()
-        trees = [self.reference.repo, self.reference.path]
         self.zygote, why = Zygote.start(
             served_environment(pinned=True),
-            preload_for(self.collection_imported, self._import_roots(relative), trees),
+            preload_for(self.collection_imported, [self.reference.repo, self.reference.path], relative),
             self.candidates[0].log_path.with_name("zygote.log"),
         )
         for process in self._all():
@@ -171,12 +169,6 @@ class ABLead:
         else:
             how = f"each a Python of its own ({why})"
         self.start_note = f"{count} served processes started in {time.monotonic() - started:.1f} s, {how}"
-
-    def _import_roots(self, relative: Path) -> list[Path]:
-        """Where a served process of either side imports the project's own modules from: its
-        working folder (the rootdir's place in its tree), its tree, and the tree's src/."""
-        trees = [self.reference.repo, self.reference.path]
-        return [root for tree in trees for root in (tree / relative, tree, tree / "src")]
 
     def _reference_files(self, root: Path) -> tuple[list[str], list[str]]:
         """What REF's served processes collect (``root``: REF's rootdir): this session's test files

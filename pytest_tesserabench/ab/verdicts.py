@@ -50,11 +50,11 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
             alpha_per_look=0.0,
             processes=decision.processes,
         )
-        candidate_ms, reference_ms = _centres(record.rounds_ms, reference_rounds, ab.processes)
+        candidate_ms, reference_ms = _centres(record, reference_rounds, ab.processes)
         verdict = paired_verdict(
             record.id,
             paired,
-            candidate_ms=candidate_ms if candidate_ms is not None else record.median_ms,
+            candidate_ms=candidate_ms,
             reference_ms=reference_ms,
             alpha_per_test=ab.alpha_per_test,
             notes=tuple(notes),
@@ -66,12 +66,13 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
     return verdicts
 
 
-def _centres(candidate_rounds, reference_rounds, processes) -> tuple[float | None, float | None]:
+def _centres(record: BenchRecord, reference_rounds, processes) -> tuple[float, float | None]:
     """Each side's time as the change is estimated: the geometric mean over the served processes
     of each one's median round (pair k's blocks came from process pair ``processes[k]``, one round
     each). The median of all rounds pooled can sit in another process's mode on each side (a
     process's bias is steady, some run several percent apart), and read a change the pairs do
     not. Pooled medians where the rounds do not line up with the pairs."""
+    candidate_rounds = record.rounds_ms
     if processes and len(candidate_rounds) == len(reference_rounds) == len(processes):
 
         def centre(rounds) -> float:
@@ -81,5 +82,4 @@ def _centres(candidate_rounds, reference_rounds, processes) -> tuple[float | Non
             return math.exp(statistics.fmean(math.log(statistics.median(v)) for v in by_process.values()))
 
         return centre(candidate_rounds), centre(reference_rounds)
-    pooled = statistics.median(reference_rounds) if reference_rounds else None
-    return None, pooled
+    return record.median_ms, statistics.median(reference_rounds) if reference_rounds else None

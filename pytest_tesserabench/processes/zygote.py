@@ -2,7 +2,7 @@
 
 Each served process is a pytest of its own, and most of its start is importing what every one of
 them imports (torch alone is about 1.7 s of CPU): sixteen served processes on a 2-CPU runner spent
-about 28 s starting, a third of an A/B run. The zygote, started once per lead with the served
+17-28 s starting, up to a third of an A/B run. The zygote, started once per lead with the served
 processes' environment, imports those libraries (``PRELOAD``, where collecting the tests imported
 them and neither tree has a module of that name), then forks a served process per request; the
 child sets its environment, folder, path and output, and runs pytest as ``python -m pytest`` would.
@@ -48,12 +48,13 @@ REAP_S = 0.05  # how often the zygote reaps its children while it waits for a re
 UNKNOWN_EXIT = 255  # a child whose zygote died before telling how it ended
 
 
-def preload_for(imported: dict, roots: list[Path], trees: list[Path]) -> list[str]:
-    """The PRELOAD modules this session imported (``imported``: sys.modules) that neither side's
-    code shadows: a module of that name in a folder a served process imports from (``roots``: its
-    working folder, its tree, the tree's src/), or one this session imported from inside a tree
-    (``trees``: an ini ``pythonpath``, a conftest's sys.path). A served process would import its
-    own, and a preloaded one would measure the wrong code on both sides."""
+def preload_for(imported: dict, trees: list[Path], relative: Path = Path()) -> list[str]:
+    """The PRELOAD modules this session imported (``imported``: name -> module, as sys.modules)
+    that neither side's code shadows: a module of that name in a folder a served process imports
+    from (its working folder ``tree / relative``, its tree, the tree's src/), or one this session
+    imported from inside a tree (an ini ``pythonpath``, a conftest's sys.path). A served process
+    would import its own, and a preloaded one would measure the wrong code on both sides."""
+    roots = [root for tree in trees for root in (tree / relative, tree, tree / "src")]
 
     def inside(path: Path, tree: Path) -> bool:
         return path == tree or tree in path.parents
@@ -66,6 +67,11 @@ def preload_for(imported: dict, roots: list[Path], trees: list[Path]) -> list[st
         return origin is not None and any(inside(Path(origin).resolve(), tree.resolve()) for tree in trees)
 
     return [name for name in PRELOAD if name in imported and not shadowed(name)]
+
+
+def imported_now() -> dict:
+    """The PRELOAD modules imported so far (all ``preload_for`` reads of sys.modules)."""
+    return {name: sys.modules[name] for name in PRELOAD if name in sys.modules}
 
 
 class ForkedChild:

@@ -381,6 +381,7 @@ def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_it
     parents = {parents[pid] for pid in measured}
     if fork:  # all forked by one zygote (zygote.py), which imported numpy once for all of them
         assert len(parents) == 1 and os.getpid() not in parents, parents
+        assert not os.path.exists(f"/proc/{parents.pop()}"), "the zygote outlived its session"
         how = "forked from one process that imported numpy*"
     else:  # each started by the lead
         assert parents == {os.getpid()}, parents
