@@ -609,6 +609,27 @@ MUTATIONS = (
         ("tests/plugin/test_ab.py",),
     ),
     Mutation(
+        "A/B: Ctrl-C closes the served processes before the summaries",
+        "pytest_tesserabench/ab/hooks.py",
+        "        self.lead.close(interrupted=True)",
+        "        pass",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "a served process lets Ctrl-C go (the lead stops it)",
+        "pytest_tesserabench/processes/serve.py",
+        "            signal.signal(signal.SIGINT, signal.SIG_IGN)",
+        "            pass",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "fresh processes: Ctrl-C closes them before the summaries",
+        "pytest_tesserabench/processes/hooks.py",
+        "            self.state.process_pool.close(interrupted=True)",
+        "            pass",
+        ("tests/plugin/test_sigterm_save.py",),
+    ),
+    Mutation(
         "zygote: a child's exit status read from its file",
         "pytest_tesserabench/processes/zygote.py",
         "self.returncode = int(self._status_path.read_text())",

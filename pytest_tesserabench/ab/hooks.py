@@ -141,6 +141,12 @@ class ABHooks:
         if self.lead.start_note is not None:  # (an xdist worker's lead has no terminal)
             terminalreporter.write_line(f"tesserabench: A/B: {self.lead.start_note}")
 
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        """Ctrl-C (or CI's SIGTERM): the served processes stop now, before the session's
+        summaries, which would otherwise share the CPUs with them (unconfigure's close then has
+        nothing left to do)."""
+        self.lead.close(interrupted=True)
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.lead.close()
         if not self.state.is_worker:  # the controller (or the only process) owns the worktree

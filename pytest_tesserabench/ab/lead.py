@@ -190,8 +190,8 @@ class ABLead:
     def _all(self) -> list[ServedProcess]:
         return [*self.candidates, *self.references]
 
-    def close(self) -> None:
-        close_all(self._all())
+    def close(self, *, interrupted: bool = False) -> None:
+        close_all(self._all(), interrupted=interrupted)
         self.candidates, self.references = [], []
         if self.zygote is not None:
             self.zygote.close()

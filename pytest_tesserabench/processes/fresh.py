@@ -171,8 +171,8 @@ class ProcessPool:
                 self.cannot_start = self.cannot_start or str(exc)
         return self.cannot_start
 
-    def close(self) -> None:
-        close_all([process for process in self.slots if process is not None])
+    def close(self, *, interrupted: bool = False) -> None:
+        close_all([process for process in self.slots if process is not None], interrupted=interrupted)
         self.slots = [None] * len(self.slots)
 
 

@@ -55,6 +55,12 @@ class FreshProcessHooks:
         item.stash[self.fresh_key] = Fresh(self._measure_again(item, saved), again)
         return result
 
+    def pytest_keyboard_interrupt(self, excinfo) -> None:
+        """Ctrl-C (or CI's SIGTERM): the fresh processes stop now, before the session's summaries,
+        which would otherwise share the CPUs with them."""
+        if self.state.process_pool is not None:
+            self.state.process_pool.close(interrupted=True)
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.state.process_pool is not None:
             self.state.process_pool.close()

@@ -10,8 +10,10 @@ A served process measures without the device lock: the lead holds it while it in
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+import signal
 import sys
 from multiprocessing.connection import Client
 
@@ -53,6 +55,11 @@ class ServeLoop:
 
     def __init__(self, address: str, bench_key):
         die_with_lead()  # before collection, which may take long: a killed lead leaves nothing running
+        # Ctrl-C reaches every process of the terminal's foreground group: the lead stops this one
+        # (a closed connection, then SIGTERM). Ending its own session here would only cost: every
+        # served process at once running the summaries of every plugin, seconds on a small machine.
+        with contextlib.suppress(ValueError):  # (not the main thread)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         self.address = address
         self.bench_key = bench_key
         self.connection = None
@@ -90,20 +97,13 @@ class ServeLoop:
             self.connection.close()
             return True  # the session ends as pytest ends it: its output tells the lead why
         while True:
-            try:
-                message = self.connection.recv()
-            except (EOFError, OSError):
-                break
-            if message["op"] == "quit":
-                break
+            message = self._receive()
             if message["op"] == "run":
                 self._run(items.get(message["nodeid"]))
-        self.connection.close()
-        _exit_now()
 
     def _run(self, item) -> None:
         if item is None:
-            self.connection.send({"op": "test_done", "outcome": "absent"})
+            self._send({"op": "test_done", "outcome": "absent"})
             return
         self.test = test = ServedTest()
         # nextitem=None: every fixture is torn down after the test, so any test can come next.
@@ -115,7 +115,7 @@ class ServeLoop:
         error = crash_line(failed[0]) if failed else _skip_reason(skipped[0]) if skipped else None
         fixture = item.stash.get(self.bench_key, None)
         records = [record.to_json(samples=False) for record in fixture.records.values()] if fixture else []
-        self.connection.send(
+        self._send(
             {
                 "op": "test_done",
                 "outcome": "failed" if failed else "skipped" if skipped else "passed",
@@ -125,6 +125,24 @@ class ServeLoop:
             }
         )
 
+    # -- the lead -----------------------------------------------------------------------------------
+    def _receive(self) -> dict:
+        """The lead's next message. A lead that said quit, or closed, wants nothing more from this
+        process, mid-test or not (Ctrl-C: its session is over): it ends here."""
+        try:
+            message = self.connection.recv()
+        except (EOFError, OSError):
+            _exit_now()
+        if message["op"] == "quit":
+            _exit_now()
+        return message
+
+    def _send(self, message: dict) -> None:
+        try:
+            self.connection.send(message)
+        except OSError:  # the lead closed (see _receive)
+            _exit_now()
+
     # -- the measurer ------------------------------------------------------------------------------
     def measure(self, timer, budget: sampling.Budget, *, name: str | None, threshold: float, on_round=None, ranks=None):
         __tracebackhide__ = True  # a user's error shows in their code, not in the plugin's frames
@@ -133,18 +151,17 @@ class ServeLoop:
         if test is None:  # not a test the lead asked for (cannot happen in serve mode)
             return measurement, None
         if not test.ended and self.connection.poll(0):  # the lead's test ended meanwhile
-            message = self.connection.recv()
-            test.ended = message["op"] == "end"
+            test.ended = self._receive()["op"] == "end"
         if test.ended:
             test.unpaired.append(name)
             return measurement, None
-        self.connection.send({"op": "reached", "name": name, "timer": timer.name})
+        self._send({"op": "reached", "name": name, "timer": timer.name})
         previous = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
         plan = None
         try:
             while True:
                 with paused():  # (waiting for the lead is not this call running: --bench-timeout)
-                    message = self.connection.recv()
+                    message = self._receive()
                 op = message["op"]
                 if op in ("warm", "block"):
                     _pin(message.get("cpu"))  # the lead's CPU: every process measured on one
@@ -154,16 +171,14 @@ class ServeLoop:
                     share = message.get("share", 1.0)
                     plan = sampling.warm_up(timer, dataclasses.replace(budget, max_time=budget.max_time * share))
                     measurement = sampling.start_measurement(timer, plan)
-                    self.connection.send({"op": "plan", "plan": dataclasses.asdict(plan)})
+                    self._send({"op": "plan", "plan": dataclasses.asdict(plan)})
                     continue
                 if op == "block":
                     first, waited = len(measurement.samples_ms), measurement.run_queue_wait_s
                     rounds = [sampling.take_round(timer, plan, measurement) for _ in range(message["rounds"])]
                     samples = measurement.samples_ms[first:]
                     waited = measurement.run_queue_wait_s - waited
-                    self.connection.send(
-                        {"op": "rounds", "rounds_ms": rounds, "samples_ms": samples, "run_queue_wait_s": waited}
-                    )
+                    self._send({"op": "rounds", "rounds_ms": rounds, "samples_ms": samples, "run_queue_wait_s": waited})
                     continue
                 if op in ("skip", "end"):
                     test.unpaired.append(name)

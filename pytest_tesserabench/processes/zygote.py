@@ -233,7 +233,7 @@ def _reap(statuses: dict[int, str]) -> None:
 
 def _become(request: dict, base_path: list[str]) -> None:
     """In the child: the served process ``python -m pytest`` would have started. Never returns."""
-    signal.signal(signal.SIGINT, signal.default_int_handler)
+    # SIGINT stays ignored, as in the zygote: Ctrl-C is the lead's to handle (serve.py).
     log = os.open(request["log"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     os.dup2(log, 1)
     os.dup2(log, 2)
@@ -287,3 +287,7 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    # Every child is on its own now; tearing down the preloaded libraries (torch's exit handlers)
+    # would only make the lead's close wait.
+    sys.stdout.flush()
+    os._exit(0)

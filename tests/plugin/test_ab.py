@@ -317,6 +317,58 @@ def test_sigterm_is_taken_as_ctrl_c_and_cleans_up(repo, monkeypatch):
     assert list(private_tmp.glob("tesserabench-ab-*")) == []
 
 
+CTRL_C = """
+import signal
+
+def test_interrupted(bench, fake_clock):
+    if 'TESSERABENCH_AB_AUTHKEY' not in os.environ:  # the lead
+        bench(kernel_for('a', fake_clock))
+        raise KeyboardInterrupt
+    # Ctrl-C reaches every process of the terminal's foreground group: a served process lets it go
+    os.kill(os.getpid(), signal.SIGINT)
+    with open(os.environ['SERVED_PIDS'], 'a') as pids:
+        pids.write(f'{os.getpid()}\\n')
+    bench(kernel_for('a', fake_clock))
+    bench(kernel_for('b', fake_clock))  # a call the lead never makes: its process waits here
+    open(f"{os.environ['SERVED_PIDS']}.{os.getpid()}.went-on", 'w').close()
+"""
+
+CONFTEST_ALIVE = """
+import os
+
+def pytest_terminal_summary(terminalreporter):
+    alive = []
+    for pid in open(os.environ['SERVED_PIDS']).read().split():
+        try:
+            with open(f'/proc/{pid}/stat') as stat:
+                alive += [pid] if stat.read().rsplit(')', 1)[1].split()[0] != 'Z' else []
+        except FileNotFoundError:
+            pass
+    terminalreporter.write_line(f'served processes alive at the summary: {len(alive)}')
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+@pytest.mark.parametrize("started", ["forked", "spawned"])
+def test_ctrl_c_stops_the_served_processes_before_the_summaries(repo, tmp_path, monkeypatch, started):
+    # Ctrl-C mid-test: every served process ends at once (not running its test on, nor its own
+    # session's end), before the lead's summaries would share the CPUs with them.
+    if started == "spawned":
+        monkeypatch.setenv("TESSERABENCH_NO_FORK", "1")
+    path = repo.path / "test_w.py"
+    path.write_text(path.read_text() + CTRL_C)
+    (repo.path / "conftest.py").write_text(CONFTEST_ALIVE)
+    commit(repo.path)  # both sides have the test
+    pids = tmp_path / "pids"
+    monkeypatch.setenv("SERVED_PIDS", str(pids))
+    result = repo.runpytest_subprocess("--bench-ab=main", *ARGS, "-k", "interrupted")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()
+    assert len(pids.read_text().split()) == 2  # each served process went through its own SIGINT
+    result.stdout.fnmatch_lines(["served processes alive at the summary: 0"])
+    assert list(tmp_path.glob("pids.*.went-on")) == []
+    assert worktrees(repo) == []
+
+
 def test_the_worktree_goes_even_after_ctrl_c_and_a_killed_runs_is_cleared(repo):
     path = repo.path / "test_w.py"
     path.write_text(path.read_text() + "\ndef test_stop():\n    raise KeyboardInterrupt\n")

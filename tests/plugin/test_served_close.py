@@ -55,3 +55,18 @@ def test_stuck_processes_are_killed_after_one_shared_grace(monkeypatch, tmp_path
     assert all(p.process.killed and p.process.terminated for p in processes)
     # SIGTERM after a moment ends those that heed it; the rest are killed at one shared deadline
     assert clock[0] == pytest.approx(served.QUIT_GRACE_S if deaf else served.QUIT_PATIENCE_S)
+
+
+def test_an_interrupted_lead_sends_sigterm_at_once(monkeypatch, tmp_path):
+    # Ctrl-C: the lead wants nothing more from them, so no moment to end their sessions
+    clock = [0.0]
+    monkeypatch.setattr(served.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(served, "_sweep_once", lambda: None)
+    monkeypatch.setattr(served.leftovers, "make_folder", lambda: tmp_path / "process")
+    process = served.ServedProcess(
+        tmp_path, where="a side", cwd=tmp_path, test_files=[], pytest_args=[], cache_dir=None
+    )
+    process.process = Stuck(clock, deaf=False)
+    process._asked_to_quit = True
+    served.close_all([process], interrupted=True)
+    assert process.process.terminated and clock[0] == 0.0

@@ -1,6 +1,6 @@
 """A lead cancelled with SIGTERM (as CI cancels a job) while a --bench-save run has fresh
-processes open takes it as Ctrl-C: the fresh processes are closed, their temp folders removed,
-and nothing is saved. Real processes and real signals; every wait polls for a condition, its
+processes open takes it as Ctrl-C: the fresh processes are closed at once, their temp folders
+removed, and nothing is saved. Real processes and real signals; every wait polls for a condition, its
 timeout only a safety net."""
 
 import json
@@ -61,9 +61,22 @@ def children(pid: int) -> list[int]:
     return found
 
 
+# The fresh processes are closed before the session's summaries, not after (they would share the
+# CPUs with them): the lead counts its children there.
+CONFTEST = """
+import os
+
+def pytest_terminal_summary(terminalreporter):
+    tasks = f"/proc/{os.getpid()}/task"
+    count = sum(len(open(f"{tasks}/{t}/children").read().split()) for t in os.listdir(tasks))
+    terminalreporter.write_line(f"children at the summary: {count}")
+"""
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 def test_sigterm_during_a_save_closes_the_fresh_processes_and_saves_nothing(pytester, tmp_path):
     pytester.makepyfile(test_s=WORKLOAD)
+    pytester.makeconftest(CONFTEST)
     private_tmp, block = tmp_path / "tmp", tmp_path / "lead"
     private_tmp.mkdir()
     block.mkdir()
@@ -102,6 +115,7 @@ def test_sigterm_during_a_save_closes_the_fresh_processes_and_saves_nothing(pyte
 
     assert lead.returncode == pytest.ExitCode.INTERRUPTED, output
     assert "nothing saved to baseline main: the run was interrupted" in output
+    assert "children at the summary: 0" in output
     assert not (pytester.path / "baselines" / "main" / f"{machine_key()}.json").exists()
     assert not [p for p in private_tmp.iterdir() if p.name.startswith(leftovers.PREFIX)]
 
