@@ -80,3 +80,27 @@ def test_a_run_without_bench_imports_nothing_heavy(pytester):
     )
     result = pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:hypothesispytest", "-p", "no:xdist")
     result.assert_outcomes(passed=2)
+
+
+def test_a_kernel_that_crashes_its_worker_fails_alone_and_the_others_are_saved(pytester, fast):
+    # A segfault ends a plain session as it ends pytest (nothing of that run is saved); under xdist
+    # the worker is replaced, the test fails naming the crash, and the other tests are measured
+    # and saved (docs/usage.md, "Bad input").
+    pytester.makepyfile("""
+        import ctypes
+
+        def test_a(bench):
+            bench(sum, range(100))
+
+        def test_crash(bench):
+            bench(lambda: ctypes.string_at(0))
+
+        def test_c(bench):
+            bench(sorted, range(100))
+    """)
+    result = pytester.runpytest_subprocess("-n", "1", "--bench-save=main", "-p", "no:randomly", *fast)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*worker 'gw0' crashed while running 'test_a_kernel_that_crashes*.py::test_crash'*"])
+    (saved,) = (pytester.path / "baselines" / "main").glob("*.json")
+    benchmarks = json.loads(saved.read_text())["runs"][0]["benchmarks"]
+    assert sorted(name.split("::")[1] for name in benchmarks) == ["test_a", "test_c"]
