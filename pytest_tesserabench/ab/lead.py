@@ -24,6 +24,7 @@ from pytest_tesserabench.gate import paired
 from pytest_tesserabench.measure import sampling
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.processes.served import (
+    THREAD_POOLS,
     ProcessError,
     Reached,
     ServedProcess,
@@ -154,8 +155,9 @@ class ABLead:
                     )
                 )
         started = time.monotonic()
+        environment = served_environment(pinned=True)
         self.zygote, why = Zygote.start(
-            served_environment(pinned=True),
+            environment,
             preload_for(self.collection_imported, [self.reference.repo, self.reference.path], relative),
             self.candidates[0].log_path.with_name("zygote.log"),
         )
@@ -169,6 +171,11 @@ class ABLead:
         else:
             how = f"each a Python of its own ({why})"
         self.start_note = f"{count} served processes started in {time.monotonic() - started:.1f} s, {how}"
+        # A pool the user sized (a conftest may, after the header's line was written) runs so on the
+        # one CPU the served processes measure on: said where the figures are read.
+        sized = [f"{pool}={environment[pool]}" for pool in THREAD_POOLS if environment.get(pool) != "1"]
+        if sized:
+            self.start_note += f"; thread pools as this session set them: {', '.join(sized)}"
 
     def _reference_files(self, root: Path) -> tuple[list[str], list[str]]:
         """What REF's served processes collect (``root``: REF's rootdir): this session's test files

@@ -437,8 +437,32 @@ def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_it
         how = "forked from one process that imported numpy*"
     else:  # each started by the lead
         assert parents == {os.getpid()}, parents
-        how = "each a Python of its own (TESSERABENCH_NO_FORK is set)"
+        how = "each a Python of its own (TESSERABENCH_NO_FORK is set)*"
     result.stdout.fnmatch_lines([f"tesserabench: A/B: 8 served processes started in * s, {how}"])
+
+
+def test_a_thread_pool_a_conftest_sizes_is_said_where_the_served_processes_start(repo, tmp_path, monkeypatch):
+    # a conftest below the rootdir is read after the header's pinning line was written
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    seen = tmp_path / "seen"
+    monkeypatch.setenv("SEEN_LOG", str(seen))
+    (repo.path / "sub").mkdir()
+    (repo.path / "sub" / "conftest.py").write_text("import os\nos.environ['OMP_NUM_THREADS'] = '3'\n")
+    (repo.path / "sub" / "test_s.py").write_text(
+        WORKLOAD
+        + "\nwith open(os.environ['SEEN_LOG'], 'a') as log:\n"
+        + "    log.write(os.environ['OMP_NUM_THREADS'] + '\\n')\n"
+    )
+    commit(repo.path)
+    result = repo.runpytest("--bench-ab=main", *ARGS, "sub")
+    result.assert_outcomes(passed=3)
+    assert set(seen.read_text().split()) == {"3"}  # the lead and both served processes
+    result.stdout.fnmatch_lines(
+        [
+            "tesserabench: A/B: 2 served processes started in * s, *; thread pools as this session set them: "
+            "OMP_NUM_THREADS=3"
+        ]
+    )
 
 
 def test_timings_of_kernels_run_in_the_interpreter_are_not_gated(pytester):
