@@ -34,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import sysconfig
 import time
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -48,13 +49,25 @@ REAP_S = 0.05  # how often the zygote reaps its children while it waits for a re
 UNKNOWN_EXIT = 255  # a child whose zygote died before telling how it ended
 
 
-def preload_for(imported: dict, trees: list[Path], relative: Path = Path()) -> list[str]:
+def installation_folders() -> list[Path]:
+    """Where this interpreter's installed packages live (a project's own .venv may lie inside its
+    tree: what is installed there is the same for both sides, not the project's code)."""
+    folders = {sys.prefix, sys.exec_prefix, *(sysconfig.get_paths()[key] for key in ("purelib", "platlib"))}
+    return [Path(folder).resolve() for folder in folders]
+
+
+def preload_for(
+    imported: dict, trees: list[Path], relative: Path = Path(), installed: list[Path] | None = None
+) -> list[str]:
     """The PRELOAD modules this session imported (``imported``: name -> module, as sys.modules)
     that neither side's code shadows: a module of that name in a folder a served process imports
     from (its working folder ``tree / relative``, its tree, the tree's src/), or one this session
-    imported from inside a tree (an ini ``pythonpath``, a conftest's sys.path). A served process
-    would import its own, and a preloaded one would measure the wrong code on both sides."""
+    imported from inside a tree (an ini ``pythonpath``, a conftest's sys.path), unless from an
+    installation folder there (``installed``, by default installation_folders(): a .venv in the
+    project). A served process would import its own, and a preloaded one would measure the wrong
+    code on both sides."""
     roots = [root for tree in trees for root in (tree / relative, tree, tree / "src")]
+    installed = installation_folders() if installed is None else [folder.resolve() for folder in installed]
 
     def inside(path: Path, tree: Path) -> bool:
         return path == tree or tree in path.parents
@@ -64,7 +77,10 @@ def preload_for(imported: dict, trees: list[Path], relative: Path = Path()) -> l
         if any((root / top).exists() or (root / f"{top}.py").exists() for root in roots):
             return True
         origin = getattr(imported.get(top), "__file__", None)
-        return origin is not None and any(inside(Path(origin).resolve(), tree.resolve()) for tree in trees)
+        if origin is None:
+            return False
+        path = Path(origin).resolve()
+        return any(inside(path, tree.resolve()) for tree in trees) and not any(inside(path, f) for f in installed)
 
     return [name for name in PRELOAD if name in imported and not shadowed(name)]
 
@@ -139,7 +155,7 @@ class Zygote:
         if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
             return None, "fork is Linux-only here"
         if not preload:
-            return None, "the tests import none of " + ", ".join(PRELOAD)
+            return None, "the tests import none of " + ", ".join(PRELOAD) + " from outside the two trees"
         ours, theirs = socket.socketpair()
         with open(log_path, "wb") as log:
             process = subprocess.Popen(

@@ -110,3 +110,14 @@ def test_only_modules_the_session_imported_and_no_side_shadows_are_preloaded(tmp
     imported["torch"] = types.SimpleNamespace(__file__=str(tmp_path / "site-packages" / "torch" / "__init__.py"))
     assert zygote.preload_for(imported, [here, there], Path("sub")) == ["numpy", "torch"]
     assert "scipy" in zygote.preload_for(imported, [here, there])  # REF's sub/ is not where pytest runs
+
+
+def test_a_library_installed_in_a_venv_inside_the_project_is_preloaded(tmp_path):
+    # the common layout: the project's .venv lies inside its tree, ignored by git
+    tree, venv = tmp_path / "project", tmp_path / "project" / ".venv"
+    site = venv / "lib" / "python3.11" / "site-packages"
+    imported = {"numpy": types.SimpleNamespace(__file__=str(site / "numpy" / "__init__.py"))}
+    assert zygote.preload_for(imported, [tree], installed=[venv, site]) == ["numpy"]
+    (tree / "lib").mkdir(parents=True)  # but a numpy of the project's own, on an ini pythonpath, is not
+    imported["numpy"] = types.SimpleNamespace(__file__=str(tree / "lib" / "numpy.py"))
+    assert zygote.preload_for(imported, [tree], installed=[venv, site]) == []
