@@ -515,7 +515,10 @@ class Verdict:
                 # alpha split over its benchmarks is the bar, and the line says which
                 needs = self.alpha_per_test
                 if self.status == "INCONCLUSIVE" and needs is not None and self.p_value >= needs:
-                    p += f" (needs < {needs:.2g}, alpha over the benchmarks compared)"
+                    p += (
+                        f" (needs < {needs:.2g}, alpha split over the benchmarks compared: "
+                        "a bar past the 95% interval shown)"
+                    )
                 parts.append(p)
             if self.threshold is not None:
                 parts.append(f"threshold {_pct(1 + self.threshold).lstrip('+')}")

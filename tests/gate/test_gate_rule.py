@@ -577,5 +577,7 @@ def test_an_undecided_line_says_what_p_the_suite_needs():
         id="t", status="INCONCLUSIVE", baseline_ms=1.0, candidate_ms=1.25, ratio=1.25, ci=(1.05, 1.48),
         p_value=0.0067, threshold=0.05, alpha_per_test=0.002,
     )  # fmt: skip
-    assert "p=0.0067 (needs < 0.002, alpha over the benchmarks compared)" in verdict.line()
+    assert "p=0.0067 (needs < 0.002, alpha split over the benchmarks compared: a bar past the 95% interval shown)" in (
+        verdict.line()
+    )
     assert "needs" not in replace(verdict, p_value=0.001, status="REGRESSED").line()
