@@ -1,10 +1,11 @@
 """What the run's own conditions say about its verdicts against a baseline (history mode).
 
 The rule judges timings; three facts about how they were taken qualify it, and may only soften a
-verdict, never make one: a baseline measured in another number of passes (the two sides are
-centred differently: the verdict becomes INCONCLUSIVE), a multi-threaded benchmark whose threads
-other processes crowded out (INCONCLUSIVE: its time then measures the scheduler), and a CPU other
-processes shared while a regression was timed (a note, with the way to confirm it). A/B mode needs
+verdict, never make one: a baseline measured otherwise (in another number of passes, the two
+sides then centred differently, or under another --bench-threads: the verdict becomes
+INCONCLUSIVE), a multi-threaded benchmark whose threads other processes crowded out
+(INCONCLUSIVE: its time then measures the scheduler), and a CPU other processes shared while a
+regression was timed (a note, with the way to confirm it). A/B mode needs
 none: its pairs cancel what the machine does, and both sides ran on the same CPU.
 """
 
@@ -111,40 +112,55 @@ def sharing(record: BenchRecord) -> str | None:
 def passes_differ(
     records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument]
 ) -> dict[str, Verdict]:
-    """No timing verdict where this run measured in another number of passes than the
-    baseline's runs (say the baseline saved without -n, compared under -n): a run in passes is
-    centred on its lowest pass, one pass on the median of all its rounds, so the two sides are
-    centred differently (unchanged benchmarks under -n read tens of percent slower than a
-    four-pass baseline), and measuring inside an xdist worker is itself another
-    condition. A verdict of the kernel figures (reasons) stands."""
+    """No timing verdict where this run measured otherwise than the baseline's runs:
+    * in another number of passes (say the baseline saved without -n, compared under -n): a run in
+      passes is centred on its lowest pass, one pass on the median of all its rounds, so the two
+      sides are centred differently (unchanged benchmarks under -n read tens of percent slower
+      than a four-pass baseline), and measuring inside an xdist worker is itself another condition;
+    * under another --bench-threads: a multi-threaded benchmark then runs other code (one thread
+      where it had two reads up to twice as slow, whatever its own code did).
+    A verdict of the kernel figures (reasons) stands."""
     verdicts = dict(verdicts)
     for record in records:
         verdict = verdicts.get(record.id)
         if verdict is None or record.sampling is None or verdict.reasons or not record.timing_gated:
             continue
-        theirs = sorted(
-            {
-                run.benchmarks[record.id].sampling.passes
-                for run in baseline_runs
-                if record.id in run.benchmarks and run.benchmarks[record.id].sampling is not None
-            }
-        )
-        if not theirs or theirs == [record.sampling.passes]:
+        saved = [
+            run.benchmarks[record.id].sampling
+            for run in baseline_runs
+            if record.id in run.benchmarks and run.benchmarks[record.id].sampling is not None
+        ]
+        notes, hints = [], []
+        passes = sorted({sampling.passes for sampling in saved})
+        if passes and passes != [record.sampling.passes]:
+            notes.append(
+                f"measured in {record.sampling.passes} pass(es), the baseline's runs in "
+                f"{' or '.join(map(str, passes))}: the two are centred differently"
+            )
+            hints.append(SAME_PASSES)
+        threads = sorted({sampling.threads for sampling in saved})
+        if threads and threads != [record.sampling.threads]:
+            notes.append(
+                f"measured with thread pools {_threads(record.sampling.threads)}, the baseline's runs "
+                f"{' or '.join(map(_threads, threads))}"
+            )
+            hints.append(SAME_THREADS)
+        if not notes:
             continue
-        note = (
-            f"measured in {record.sampling.passes} pass(es), the baseline's runs in "
-            f"{' or '.join(map(str, theirs))}: the two are centred differently"
-        )
         timed = verdict.status in ("REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE")
         verdicts[record.id] = replace(
             verdict,
             status="INCONCLUSIVE" if timed else verdict.status,
             stage=STAGE if timed else verdict.stage,
             severity=None if timed else verdict.severity,
-            notes=(*verdict.notes, note),
-            hint_text=SAME_PASSES if timed else verdict.hint_text,  # the cause, whatever else the rule saw
+            notes=(*verdict.notes, *notes),
+            hint_text="; ".join(hints) if timed else verdict.hint_text,  # the cause, whatever else the rule saw
         )
     return verdicts
+
+
+def _threads(count: int) -> str:
+    return f"at {count} (--bench-threads)" if count else "as the process had them"
 
 
 CROWDED = (
@@ -152,6 +168,7 @@ CROWDED = (
     "makes of it, not by its code: compare on a quieter runner, with --bench-threads=1, or in one job "
     "with --bench-ab=REF"
 )
+SAME_THREADS = "record the baseline and compare with the same --bench-threads"
 SAME_PASSES = (
     "record the baseline and compare with the same --bench-passes (a run under -n makes one pass: "
     "save the baseline under -n too, or compare without it)"

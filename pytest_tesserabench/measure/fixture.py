@@ -253,6 +253,7 @@ class Bench:
                 own_cpu_s=m.own_cpu_s,
                 passes=m.passes,
                 pass_rounds=tuple(m.pass_rounds),
+                threads=self._settings.threads or 0,
             ),
             flops=flops,
             bytes=nbytes,

@@ -403,6 +403,7 @@ class Sampling:
     own_cpu_s: float = 0.0  # CPU time the benchmark's process (all threads) used in those rounds
     passes: int = 1  # interleaved passes over the suite the rounds were taken in
     pass_rounds: tuple[int, ...] = ()  # rounds per pass, in order (several passes; settling adds to the last)
+    threads: int = 0  # the --bench-threads the rounds were taken under (0: thread pools as the process had them)
     other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, written back as they were
 
     def to_json(self) -> dict:
@@ -433,6 +434,7 @@ class Sampling:
             own_cpu_s=_number(data.get("own_cpu_s", 0.0), f"{where}.own_cpu_s", nullable=False, low=0.0, high=1e9),
             passes=_count(data.get("passes", 1), f"{where}.passes"),
             pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
+            threads=_count(data.get("threads", 0), f"{where}.threads"),
             other=_extra_keys(data, _known(cls), where),
         )
 

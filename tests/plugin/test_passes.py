@@ -284,3 +284,24 @@ def test_an_undecided_verdict_across_different_numbers_of_passes_is_given_that_c
     undecided = Verdict(mine.id, status="INCONCLUSIVE", hint_text="re-run on a quieter machine")
     judged = run_conditions.passes_differ([mine], {mine.id: undecided}, [baseline_run])[mine.id]
     assert judged.status == "INCONCLUSIVE" and judged.hint_text == run_conditions.SAME_PASSES
+
+
+def test_a_comparison_under_another_bench_threads_gives_no_timing_verdict(project, monkeypatch):
+    # One thread where the baseline had the process's pools runs other code for a multi-threaded
+    # benchmark: measured otherwise, as in other passes.
+    pytester, _ = project
+    monkeypatch.setenv("COLUMNS", "250")
+    pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)
+    saved = json.loads(next((pytester.path / "baselines" / "main").glob("*.json")).read_text())
+    assert {b["sampling"]["threads"] for b in saved["runs"][0]["benchmarks"].values()} == {0}
+    result = pytester.runpytest("--bench-compare=main", "--bench-threads=1", "--bench-json=run.json", *ARGS)
+    result.assert_outcomes(passed=4)
+    result.stdout.fnmatch_lines(
+        ["*measured with thread pools at 1 (--bench-threads), the baseline's runs as the process had them*"]
+    )
+    records = json.loads((pytester.path / "run.json").read_text())["benchmarks"].values()
+    timed = [r for r in records if r["verdict"]["status"] != "NOT_GATED"]
+    assert timed and all(r["verdict"]["status"] == "INCONCLUSIVE" for r in timed)
+    assert all("same --bench-threads" in r["verdict"]["hint_text"] for r in timed)
+    result = pytester.runpytest("--bench-compare=main", *ARGS)  # alike: nothing said
+    assert "thread pools at" not in result.stdout.str()
