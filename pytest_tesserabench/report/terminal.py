@@ -191,7 +191,8 @@ def ab_conditions_line() -> str:
         return f"tesserabench: A/B measures every served process {where}, thread pools as {', '.join(THREAD_POOLS)} set"
     return (
         f"tesserabench: A/B measures every served process {where}, {'/'.join(pools)} at 1 thread: multi-threaded "
-        "code runs single-threaded there, so its figures differ from --bench's (the two sides alike)"
+        "code runs single-threaded there, or with the threads it sizes itself (set_num_threads, workers=) on that "
+        "one CPU, so its figures differ from --bench's (the two sides alike)"
     )
 
 

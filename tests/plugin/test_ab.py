@@ -75,7 +75,8 @@ def test_a_slowdown_fails_exactly_its_test_and_both_sides_are_recorded(repo, tmp
             "tesserabench: A/B, the working tree (1 uncommitted change(s), untracked files included) vs main (*), "
             "4 served processes per side*",
             "tesserabench: A/B measures every served process on CPU *, OMP_NUM_THREADS/OPENBLAS_NUM_THREADS/"
-            "MKL_NUM_THREADS/* at 1 thread: multi-threaded code runs single-threaded there, *",
+            "MKL_NUM_THREADS/* at 1 thread: multi-threaded code runs single-threaded there, or with the threads it "
+            "sizes itself (set_num_threads, workers=) on that one CPU, *",
             "REGRESSED (severe), ?.?? ms -> 2.?? ms, +*% [[]+*%, +*%[]], p=*",
         ]
     )
