@@ -131,20 +131,11 @@ def passes_differ(
             if record.id in run.benchmarks and run.benchmarks[record.id].sampling is not None
         ]
         notes, hints = [], []
-        passes = sorted({sampling.passes for sampling in saved})
-        if passes and passes != [record.sampling.passes]:
-            notes.append(
-                f"measured in {record.sampling.passes} pass(es), the baseline's runs in "
-                f"{' or '.join(map(str, passes))}: the two are centred differently"
-            )
-            hints.append(SAME_PASSES)
-        threads = sorted({sampling.threads for sampling in saved})
-        if threads and threads != [record.sampling.threads]:
-            notes.append(
-                f"measured with thread pools {_threads(record.sampling.threads)}, the baseline's runs "
-                f"{' or '.join(map(_threads, threads))}"
-            )
-            hints.append(SAME_THREADS)
+        for setting, note, hint in MEASURED_OTHERWISE:
+            mine, theirs = getattr(record.sampling, setting), sorted({getattr(s, setting) for s in saved})
+            if theirs and theirs != [mine]:
+                notes.append(note(mine, theirs))
+                hints.append(hint)
         if not notes:
             continue
         timed = verdict.status in ("REGRESSED", "IMPROVED", "UNCHANGED", "INCONCLUSIVE")
@@ -172,4 +163,22 @@ SAME_THREADS = "record the baseline and compare with the same --bench-threads"
 SAME_PASSES = (
     "record the baseline and compare with the same --bench-passes (a run under -n makes one pass: "
     "save the baseline under -n too, or compare without it)"
+)
+# Sampling's settings a run must share with the baseline's runs: (field, the note, the fix)
+MEASURED_OTHERWISE = (
+    (
+        "passes",
+        lambda mine, theirs: (
+            f"measured in {mine} pass(es), the baseline's runs in "
+            f"{' or '.join(map(str, theirs))}: the two are centred differently"
+        ),
+        SAME_PASSES,
+    ),
+    (
+        "threads",
+        lambda mine, theirs: (
+            f"measured with thread pools {_threads(mine)}, the baseline's runs {' or '.join(map(_threads, theirs))}"
+        ),
+        SAME_THREADS,
+    ),
 )
