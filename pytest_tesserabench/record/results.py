@@ -733,6 +733,15 @@ class BenchRecord:
             return 0.0
         return self.sampling.own_cpu_s / self.sampling.others_wall_s
 
+    def threads_beyond(self) -> float | None:
+        """The CPUs this benchmark kept busy where that is half a CPU or more past the
+        --bench-threads its rounds were taken under, else None: threads the test sizes itself (a
+        ``workers=`` argument, threadpoolctl, a thread pool of its own), which the option cannot
+        limit, so the benchmark stays exposed to a slow or shared CPU as the option meant it not to be."""
+        threads = self.sampling.threads if self.sampling is not None else 0
+        cpus = self.own_cpus()
+        return cpus if threads and cpus >= threads + 0.5 else None
+
     @property
     def timing_gated(self) -> bool:
         """Whether the gate may judge this record's timings (not the Triton interpreter's: they

@@ -55,6 +55,9 @@ def notes(record: BenchRecord, *, timer_shown: bool = False) -> list[str]:
         out.append("noisy")
     if cpu_shared(record):
         out.append("CPU shared")
+    beyond = record.threads_beyond()
+    if beyond is not None:
+        out.append(f"{beyond:.1f} CPUs busy")
     for target in record.targets:
         if target.get("checked"):
             verdict = "met" if target.get("met") else "MISSED"

@@ -163,6 +163,26 @@ def cpu_sharing_line(records, *, pool: int | None = None, cpus: int | None = Non
     return None
 
 
+def threads_beyond_line(records) -> str | None:
+    """A line naming the benchmarks that kept more CPUs busy than --bench-threads gives them
+    (BenchRecord.threads_beyond), with why and what to do; None when there are none."""
+    beyond = {r.id: r.threads_beyond() for r in records}
+    beyond = {i: cpus for i, cpus in beyond.items() if cpus is not None}
+    if not beyond:
+        return None
+    threads = next(r.sampling.threads for r in records if r.id in beyond)
+    named = ", ".join(
+        f"{printable(i.split('::', 1)[-1])} ({cpus:.1f} CPUs)" for i, cpus in sorted(beyond.items())[:MAX_NAMED]
+    )
+    more = f" and {len(beyond) - MAX_NAMED} more" if len(beyond) > MAX_NAMED else ""
+    return (
+        f"{len(beyond)} benchmark(s) kept more CPUs busy than --bench-threads={threads} gives them: {named}{more}; "
+        "the test sizes those threads itself (workers=, threadpoolctl, a thread pool of its own), which the option "
+        "cannot limit, so they still wait for a slow or shared CPU: size them in the test from the option's "
+        "environment (OMP_NUM_THREADS), or compare them in one job with --bench-ab=REF"
+    )
+
+
 def render_summary(records, **kwargs) -> str:
     """The summary as plain text (see summary_lines)."""
     return "".join(line.text + "\n" for line in summary_lines(records, **kwargs))
@@ -325,6 +345,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     sharing = cpu_sharing_line(state.records.values(), pool=threads.torch_threads())
     if sharing:  # even under -q: it says how far the figures can be trusted
         terminalreporter.write_line(sharing, yellow=True)
+    beyond = threads_beyond_line(state.records.values())
+    if beyond:
+        terminalreporter.write_line(beyond, yellow=True)
     kernel_lines = _kernel_lines(state.records)
     if kernel_lines and verbosity >= 0:
         terminalreporter.write_sep("-", "static kernel analysis")
@@ -405,14 +428,14 @@ def run_notes(state, config) -> list[str]:
 def report_notes(
     records, verdicts=None, *, settle: str | None = None, suite=None, not_run: str | None = None, failing=False
 ) -> list[str]:
-    """What a run says about itself, in the summary's order: the CPU was shared, what was measured
-    again, what it could not judge (of ``verdicts``: the records' own by default), ``settle`` (the
-    command that settles its INCONCLUSIVE verdicts, in the same line), its ``suite``-wide shift,
-    ``not_run``."""
+    """What a run says about itself, in the summary's order: the CPU was shared, threads past
+    --bench-threads, what was measured again, what it could not judge (of ``verdicts``: the
+    records' own by default), ``settle`` (the command that settles its INCONCLUSIVE verdicts, in
+    the same line), its ``suite``-wide shift, ``not_run``."""
     records = list(records)
     verdicts = verdicts if verdicts is not None else {r.id: r.verdict for r in records if r.verdict is not None}
     unresolved = unresolved_line(verdicts, failing=failing, settle=settle)
-    lines = [cpu_sharing_line(records), confirm_line(records, verdicts), unresolved]
+    lines = [cpu_sharing_line(records), threads_beyond_line(records), confirm_line(records, verdicts), unresolved]
     return [line for line in [*lines, suite.line() if suite is not None else None, not_run] if line]
 
 

@@ -77,3 +77,39 @@ def test_the_summary_says_when_torch_threads_outnumber_the_cpus_left():
     # more threads than CPUs on a quiet machine: said on its own
     assert cpu_sharing_line([_record(0.0)], pool=8, cpus=2).startswith("Torch's pool has 8 threads")
     assert cpu_sharing_line([_record(0.0)], pool=2, cpus=2) is None
+
+
+def _threaded(own_cpu_s: float, threads: int, name: str = "t.py::test") -> BenchRecord:
+    record = BenchRecord(name, None, name, "cpu", [1.0], None)
+    sampling = Sampling(own_cpu_s=own_cpu_s, others_wall_s=1.0, threads=threads)
+    return dataclasses.replace(record, sampling=sampling)
+
+
+def test_a_benchmark_that_kept_more_cpus_busy_than_bench_threads_gives_is_named():
+    from pytest_tesserabench.report.rows import notes
+    from pytest_tesserabench.report.terminal import report_notes, threads_beyond_line
+
+    beyond = _threaded(1.7, 1, "t.py::test_fft")
+    line = threads_beyond_line([beyond, _threaded(1.0, 1, "t.py::test_one")])
+    assert line.startswith("1 benchmark(s) kept more CPUs busy than --bench-threads=1 gives them: test_fft (1.7 CPUs)")
+    assert "workers=" in line and "--bench-ab=REF" in line
+    assert "1.7 CPUs busy" in notes(beyond)
+    assert line in report_notes([beyond])  # the reports' and `tesserabench compare`'s notes too
+    # within half a CPU of the option, or no option given (pools as the process had them): nothing said
+    assert threads_beyond_line([_threaded(1.4, 1), _threaded(1.9, 0), _threaded(2.3, 2)]) is None
+    assert not any("CPUs busy" in note for note in notes(_threaded(1.9, 0)))
+
+
+def test_the_summary_names_a_benchmark_past_bench_threads(pytester, monkeypatch):
+    # what the CPUs read is the machine's: the record's reading is fixed here, the wiring is tested
+    monkeypatch.setattr(BenchRecord, "own_cpus", lambda self: 1.8)
+    pytester.makepyfile(test_one="def test_one(bench):\n    bench(sum, range(100))\n")
+    args = ("-p", "no:randomly", "--bench-max-time=0.02", "--bench-warmup=0")
+    result = pytester.runpytest("--bench", "--bench-threads=1", *args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        ["1 benchmark(s) kept more CPUs busy than --bench-threads=1 gives them: test_one (1.8 CPUs)*"]
+    )
+    result = pytester.runpytest("--bench", *args)
+    result.assert_outcomes(passed=1)
+    assert "kept more CPUs busy" not in result.stdout.str()
