@@ -326,9 +326,13 @@ def records_suite_shift(
     threshold: float,
     alpha: float,
     min_benchmarks: int = 4,
+    canary_records=None,
 ) -> SuiteShift | None:
     """suite_shift of a run's records: their centres, their passes and the canaries timed before
-    them (the plugin at the end of a run, and `tesserabench compare` on its file)."""
+    them (the plugin at the end of a run, and `tesserabench compare` on its file).
+    ``canary_records``: the records whose canaries read the machine, where more than ``records``
+    (a canary reads the machine beside a benchmark left out of the shift as well, and the summary's
+    "canary:" line, machine_ratio, reads them all: one figure for the machine, not two)."""
     records = list(records)
     centres = {r.id: c for r, c in ((r, log_centre(r)) for r in records) if c is not None}
     return suite_shift(
@@ -337,7 +341,7 @@ def records_suite_shift(
         canary_centre_log,
         threshold=threshold,
         alpha=alpha,
-        canary_shift=local_canary_shift(records, baseline_runs),
+        canary_shift=local_canary_shift(records if canary_records is None else list(canary_records), baseline_runs),
         pass_measured=pass_measured(records),
         min_benchmarks=min_benchmarks,
     )

@@ -158,10 +158,11 @@ class History:
         return self.timings and conditions.crowded_out(record, self.runs, self.config) is not None
 
     def suite_shift(self, records, canary: float | None) -> SuiteShift | None:
-        """The whole run's shift (model.suite_shift) over the benchmarks not crowded out, or None
-        without a model."""
+        """The whole run's shift (model.suite_shift) over the benchmarks not crowded out, against
+        the machine's move read by every benchmark's canary, or None without a model."""
         if self.model is None:
             return None
+        records = list(records)
         return records_suite_shift(
             self.model,
             [r for r in records if not self.crowded_out(r)],
@@ -170,6 +171,7 @@ class History:
             threshold=self.config.threshold,
             alpha=self.config.alpha,
             min_benchmarks=self.config.min_benchmarks_for_shift,
+            canary_records=records,
         )
 
     # -- stages 1-3 --------------------------------------------------------------------------------

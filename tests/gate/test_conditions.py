@@ -102,3 +102,36 @@ def test_a_crowded_out_benchmark_has_no_say_in_the_run_s_shift():
         assert verdicts[bench_id].ratio == pytest.approx(1.0, abs=0.02), verdicts[bench_id].line()
     assert verdicts[ids[2]].status == "REGRESSED" and verdicts[ids[2]].ratio == pytest.approx(1.3, abs=0.03)
     assert {verdicts[i].status for i in ids[:2]} == {"INCONCLUSIVE"}
+
+
+def test_the_suite_line_and_the_canary_line_read_the_machine_from_the_same_canaries():
+    # A crowded-out benchmark has no say in the suite's shift, but the canary timed before it read
+    # the machine as any other: the suite line's "the machine (canary)" and the summary's "canary:"
+    # must be one figure, not two that disagree.
+    from dataclasses import replace
+
+    from pytest_tesserabench.gate.model import machine_ratio
+    from pytest_tesserabench.gate.pipeline import History
+
+    ids = [f"t.py::test_{name}" for name in ("mt_a", "mt_b", "w", "x", "y", "z")]
+    pattern = [math.exp(0.01 * (k % 5 - 2)) for k in range(12)]
+
+    def run(jitter, own, others, canaries):
+        benchmarks = {}
+        for k, bench_id in enumerate(ids):
+            sampling = Sampling(own_cpu_s=2 * own.get(bench_id, 1.0), others_cpu_s=2 * others, others_wall_s=2.0)
+            rounds = [(1.0 + k) * math.exp(jitter[k]) * p for p in pattern]
+            record = BenchRecord(bench_id, None, bench_id, "cpu", rounds, None, sampling=sampling)
+            benchmarks[bench_id] = replace(record, canary_ms=canaries[k])
+        return RunDocument(benchmarks=benchmarks, measured_order=list(ids))
+
+    two = {ids[0]: 2.0, ids[1]: 2.0}
+    baseline = [run([0.004 * ((j + k) % 3 - 1) for k in range(6)], two, 0.0, [1.0] * 6) for j in range(3)]
+    crowded = {ids[0]: 1.0, ids[1]: 1.0}
+    candidate = run([0.0] * 6, crowded, 1.0, [0.8, 0.8, 0.9, 1.0, 1.0, 1.1])
+    history = History.of(baseline)
+    assert history.crowded_out(candidate.benchmarks[ids[0]])  # (the case: left out of the shift)
+    suite = history.suite_shift(candidate.benchmarks.values(), None)
+    assert suite is not None and suite.benchmarks == 4
+    assert suite.canary == pytest.approx(math.log(machine_ratio([candidate], baseline)))
+    assert suite.canary == pytest.approx((math.log(0.9) + math.log(1.0)) / 2)
