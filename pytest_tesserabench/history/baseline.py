@@ -18,7 +18,7 @@ from typing import Any
 
 from pytest_tesserabench.options import parse_name
 from pytest_tesserabench.record import files, held_lock
-from pytest_tesserabench.record.results import IMPORTED_TIMER, SCHEMA, DocumentError, RunDocument, fresh_runs
+from pytest_tesserabench.record.results import SCHEMA, DocumentError, RunDocument, fresh_runs
 
 DEFAULT_HISTORY = 10
 LOCK_TIMEOUT_S = 600.0  # --bench-lock-timeout's default
@@ -298,9 +298,11 @@ SAVE_DRAWS = 9
 
 
 def process_draws(runs: list[RunDocument], history: int) -> dict[str, int]:
-    """Per benchmark, the processes that will have measured it in the baseline once one more
-    save of it is kept: that save's own process, and every process (each run's own and its fresh
-    ones) of its newest ``history`` - 1 earlier runs."""
+    """Per benchmark whose timings the gate judges, the processes that will have measured it in
+    the baseline once one more save of it is kept: that save's own process, and every process
+    (each run's own and its fresh ones) of its newest ``history`` - 1 earlier runs. (A timing the
+    gate never judges, the interpreter's, is measured in no fresh process, so it never has enough:
+    counted, it would keep the save's header promising fresh processes that never start.)"""
     draws: dict[str, int] = {}
     runs_of: dict[str, int] = {}
     for run in reversed(runs):
@@ -308,7 +310,7 @@ def process_draws(runs: list[RunDocument], history: int) -> dict[str, int]:
             if runs_of.get(bench_id, 0) >= history - 1:
                 continue
             runs_of[bench_id] = runs_of.get(bench_id, 0) + 1
-            if record.timer != IMPORTED_TIMER:  # pytest-benchmark's runs are no draws of this plugin's timings
+            if record.timing_gated:  # (nor are pytest-benchmark's imported runs draws of this plugin's timings)
                 draws[bench_id] = draws.get(bench_id, 1) + 1 + len(record.confirm or [])
     return draws
 

@@ -255,6 +255,9 @@ def test_process_draws_count_every_process_of_the_runs_the_next_save_keeps():
     assert process_draws([three, one, one], 10) == {"t.py::x": 1 + 3 + 1 + 1}
     # with a history of 3 runs, the next save pushes the oldest out: it counts no more
     assert process_draws([three, one, one], 3) == {"t.py::x": 1 + 1 + 1}
+    # an interpreted kernel's timings are measured in no fresh process: no draws to lack
+    interpreted = RunDocument.from_json({"benchmarks": {"t.py::k": {"timer": "interpreter", "rounds_ms": [3.6] * 5}}})
+    assert process_draws([interpreted, three, three, three], 10) == {"t.py::x": 1 + 9}
 
 
 def test_a_record_keeps_the_function_it_measured_and_refuses_one_that_is_not_text():
