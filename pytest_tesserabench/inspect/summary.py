@@ -61,10 +61,41 @@ def format_kernel_lines(records: Iterable[dict]) -> list[str]:
     return lines
 
 
-# The counts shown per IR level, in this order (those that are not zero); --json has them all.
+# The counts shown per IR level, in this order (those that are not zero): every count of
+# docs/static-analysis.md's table, so that extra work a change adds (a math op, an SFU
+# instruction, a second dot) shows where a GPU-less reader looks; --json has them all.
 _MIX = (
-    ("TTIR", "ttir", ("load", "store", "dot", "descriptor_load", "descriptor_store", "atomic", "reduce", "loops")),
-    ("TTGIR", "ttgir", ("dot", "layout_conversions", "async_copies", "barriers", "pipeline_buffers")),
+    (
+        "TTIR",
+        "ttir",
+        (
+            "load",
+            "store",
+            "dot",
+            "descriptor_load",
+            "descriptor_store",
+            "atomic",
+            "reduce",
+            "scan",
+            "math",
+            "loops",
+            "branches",
+        ),
+    ),
+    (
+        "TTGIR",
+        "ttgir",
+        (
+            "dot",
+            "warp_group_dot",
+            "tcgen5_mma",
+            "layout_conversions",
+            "async_copies",
+            "tma_copies",
+            "barriers",
+            "pipeline_buffers",
+        ),
+    ),
     (
         "PTX",
         "instructions",
@@ -74,10 +105,14 @@ _MIX = (
             "ld_shared",
             "st_shared",
             "cp_async",
+            "cp_async_bulk",
             "cp_async_bulk_tensor",
             "mma",
             "wgmma",
+            "tcgen05_mma",
+            "sfu",
             "barrier",
+            "mbarrier",
             "atom_global",
         ),
     ),
@@ -87,14 +122,15 @@ _MIX = (
 
 def mix_line(record: dict) -> str:
     """The instruction mix at each IR level in one line, e.g. `mix: TTIR load 2, store 1 · TTGIR
-    blocked · PTX ld_global 16, st_global 8 · SASS 81 instructions`: the counts that are not zero."""
+    blocked · PTX 52 instructions, ld_global 16, st_global 8 · SASS 81 instructions`: the counts
+    that are not zero."""
     parts = []
     for level, key, names in _MIX:
         counts = record.get(key) or {}
         shown = [f"{name} {counts[name]}" for name in names if counts.get(name)]
         if key == "ttgir" and counts.get("layouts"):
             shown.insert(0, "/".join(counts["layouts"]))
-        if key == "sass" and counts.get("total"):
+        if key in ("instructions", "sass") and counts.get("total"):  # (PTX's and SASS's totals)
             shown.insert(0, f"{counts['total']} instructions")
         if shown:
             parts.append(f"{level} {', '.join(shown)}")

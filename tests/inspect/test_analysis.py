@@ -117,6 +117,23 @@ def test_tensor_cores_show_at_every_level(analysed):
     (line,) = [line for line in format_kernel_lines([hopper]) if "mix:" in line]
     assert "TTIR load" in line and "dot 1" in line and f"wgmma {hopper['instructions']['wgmma']}" in line
     assert f"SASS {hopper['sass']['total']} instructions" in line and f"HGMMA {hopper['sass']['HGMMA']}" in line
+    assert f"PTX {hopper['instructions']['total']} instructions" in line
+
+
+def test_the_mix_line_shows_every_count_the_reference_lists_that_is_not_zero():
+    # extra work a change adds (a math op, an SFU instruction) must show where a GPU-less reader looks
+    from pytest_tesserabench.inspect.summary import mix_line
+
+    record = {
+        "ttir": {"load": 1, "store": 1, "reduce": 2, "math": 3, "scan": 0},
+        "ttgir": {"layouts": {"blocked": 1}, "warp_group_dot": 2, "tma_copies": 4},
+        "instructions": {"total": 120, "ld_global": 1, "sfu": 2, "mbarrier": 3, "cp_async_bulk": 1},
+        "sass": {"total": 98},
+    }
+    assert mix_line(record) == (
+        "mix: TTIR load 1, store 1, reduce 2, math 3 · TTGIR blocked, warp_group_dot 2, tma_copies 4 · "
+        "PTX 120 instructions, ld_global 1, cp_async_bulk 1, sfu 2, mbarrier 3 · SASS 98 instructions"
+    )
 
 
 def test_spills_are_reported_and_match_ptxas(analysed):
