@@ -6,7 +6,9 @@ measurement. Kernels are matched by (name, arch, config); the config is what sel
 (the autotuner's choice or the launcher's constexprs, num_warps, num_stages):
 
 * same config: more spill bytes or lower occupancy is a regression (moderate for spills, mild or
-  moderate for occupancy by how much was lost); register and shared-memory changes are notes;
+  moderate for occupancy by how much was lost); register and shared-memory changes are notes, and
+  so are changes of the work the kernel holds (SASS and tensor-core instructions, TTIR dots,
+  loads, stores and math, PTX SFU calls: ``work_changes``);
 * another config of the same kernel (the launcher's heuristics or the config list changed): said
   as such, old -> new, with the figures that moved, as notes;
 * either way, a kernel that can no longer launch (occupancy 0: shared memory over the limit, too
@@ -107,6 +109,41 @@ def _compare_figures(label: str, old: dict, new: dict, gated: bool, found: Kerne
         new_value, old_value = _figure(new, key), _figure(old, key)
         if new_value is not None and old_value is not None and new_value != old_value:
             found.notes.append(f"{label}: {key} {old_value:.0f}{unit} -> {new_value:.0f}{unit}")
+    work = work_changes(old, new)
+    if work:
+        found.notes.append(f"{label}: work {work}")
+
+
+# The instructions a kernel holds, by level: what shows a change that added work (a second dot,
+# a math op, SFU calls) where nothing is timed. Notes, never a failure: a count is static (a loop's
+# body counts once, and unrolling adds instructions to save time), so it is no measure of speed.
+WORK_FIGURES = (
+    ("SASS instructions", ("sass_instructions",)),
+    ("tensor-core instructions", ("tensor_core_instructions",)),
+    ("TTIR dot", ("ttir", "dot")),
+    ("TTIR load", ("ttir", "load")),
+    ("TTIR store", ("ttir", "store")),
+    ("TTIR math", ("ttir", "math")),
+    ("PTX sfu", ("instructions", "sfu")),
+)
+
+
+def work_changes(old: dict, new: dict) -> str:
+    """'SASS instructions 98 -> 108 (+10.2%), PTX sfu 2 -> 4': the work figures that differ."""
+
+    def figure(kernel: dict, path: tuple[str, ...]) -> float | None:
+        for key in path[:-1]:
+            kernel = kernel.get(key) if isinstance(kernel.get(key), dict) else {}
+        return _figure(kernel, path[-1])
+
+    said = []
+    for name, path in WORK_FIGURES:
+        before, after = figure(old, path), figure(new, path)
+        if before is None or after is None or before == after:
+            continue
+        change = f" ({after / before - 1:+.1%})" if name == "SASS instructions" and before else ""
+        said.append(f"{name} {before:.0f} -> {after:.0f}{change}")
+    return ", ".join(said)
 
 
 def _config_losses(label: str, old: dict, new: dict, found: KernelFindings) -> None:

@@ -38,6 +38,19 @@ def test_register_and_shared_memory_changes_are_notes():
     assert found.notes == ["kernel k (sm_90): registers 64 -> 96", "kernel k (sm_90): shared_bytes 16384 B -> 32768 B"]
 
 
+def test_the_work_a_kernel_holds_is_noted_where_it_changed_never_failed():
+    # a second accumulator (two dots), wasteful math (more SASS, SFU calls): no GPU times them
+    old = kernel(sass_instructions=98, tensor_core_instructions=2, ttir={"dot": 1, "math": 1}, instructions={"sfu": 2})
+    new = kernel(sass_instructions=108, tensor_core_instructions=4, ttir={"dot": 2, "math": 1}, instructions={"sfu": 4})
+    found = compare_kernels([new], [old])
+    assert found.regressions == []
+    assert found.notes == [
+        "kernel k (sm_90): work SASS instructions 98 -> 108 (+10.2%), tensor-core instructions 2 -> 4, "
+        "TTIR dot 1 -> 2, PTX sfu 2 -> 4"
+    ]
+    assert compare_kernels([old], [old]).notes == []  # nothing changed: nothing said
+
+
 def test_another_config_is_said_as_such_and_not_gated_by_its_figures():
     found = compare_kernels([kernel(constexprs={"BLOCK": 64}, num_warps=8, occupancy=0.25, spill_bytes=8)], [kernel()])
     assert found.regressions == []
