@@ -24,6 +24,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_tesserabench.record.results import KERNEL_WORK
+
 SEVERITY_RANK = {None: 0, "mild": 1, "moderate": 2, "severe": 3}
 _VARIANT_KEYS = ("num_warps", "num_stages", "num_ctas")
 
@@ -114,22 +116,11 @@ def _compare_figures(label: str, old: dict, new: dict, gated: bool, found: Kerne
         found.notes.append(f"{label}: work {work}")
 
 
-# The instructions a kernel holds, by level: what shows a change that added work (a second dot,
-# a math op, SFU calls) where nothing is timed. Notes, never a failure: a count is static (a loop's
-# body counts once, and unrolling adds instructions to save time), so it is no measure of speed.
-WORK_FIGURES = (
-    ("SASS instructions", ("sass_instructions",)),
-    ("tensor-core instructions", ("tensor_core_instructions",)),
-    ("TTIR dot", ("ttir", "dot")),
-    ("TTIR load", ("ttir", "load")),
-    ("TTIR store", ("ttir", "store")),
-    ("TTIR math", ("ttir", "math")),
-    ("PTX sfu", ("instructions", "sfu")),
-)
-
-
 def work_changes(old: dict, new: dict) -> str:
-    """'SASS instructions 98 -> 108 (+10.2%), PTX sfu 2 -> 4': the work figures that differ."""
+    """'SASS instructions 98 -> 108 (+10.2%), PTX sfu 2 -> 4': the work a kernel holds
+    (record.results.KERNEL_WORK), where it differs. Notes, never a failure: a count is static (a
+    loop's body counts once, and unrolling adds instructions to save time), so it is no measure of
+    speed; but where nothing is timed it is what shows a change that added work."""
 
     def figure(kernel: dict, path: tuple[str, ...]) -> float | None:
         for key in path[:-1]:
@@ -137,7 +128,7 @@ def work_changes(old: dict, new: dict) -> str:
         return _figure(kernel, path[-1])
 
     said = []
-    for name, path in WORK_FIGURES:
+    for name, path in KERNEL_WORK:
         before, after = figure(old, path), figure(new, path)
         if before is None or after is None or before == after:
             continue

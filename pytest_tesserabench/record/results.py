@@ -598,8 +598,28 @@ BASELINE_KERNEL_KEYS = (
 )  # fmt: skip
 
 
+# The work a kernel holds, by level, as (label, path into the kernel entry): kept in a baseline
+# too, for the gate's notes on what changed (gate.kernels.work_changes), and nothing more of
+# the per-level counts (the run file has them all).
+KERNEL_WORK = (
+    ("SASS instructions", ("sass_instructions",)),
+    ("tensor-core instructions", ("tensor_core_instructions",)),
+    ("TTIR dot", ("ttir", "dot")),
+    ("TTIR load", ("ttir", "load")),
+    ("TTIR store", ("ttir", "store")),
+    ("TTIR math", ("ttir", "math")),
+    ("PTX sfu", ("instructions", "sfu")),
+)
+
+
 def _baseline_kernel(kernel: dict) -> dict:
-    return {k: kernel[k] for k in BASELINE_KERNEL_KEYS if k in kernel}
+    kept = {k: kernel[k] for k in BASELINE_KERNEL_KEYS if k in kernel}
+    for _, path in KERNEL_WORK:
+        *outer, key = path
+        source = kernel.get(outer[0]) if outer else kernel
+        if isinstance(source, dict) and key in source:
+            (kept.setdefault(outer[0], {}) if outer else kept)[key] = source[key]
+    return kept
 
 
 # The kernel figures the gate compares; every other key of a kernel entry is only shown.
@@ -916,10 +936,11 @@ class RunDocument:
 
     def for_baseline(self) -> RunDocument:
         """A copy for a baseline's history: no raw samples, no verdicts, no A/B reference side, and
-        kernels reduced to what identifies them and the figures the gate compares (compile times and
-        instruction mixes change a committed file at every save without saying anything a review
-        needs). The fresh processes a record was measured in stay (``confirm``: with --bench-save,
-        every benchmark's; with_processes reads them as runs of the history)."""
+        kernels reduced to what identifies them, the figures the gate compares and the work it
+        notes (KERNEL_WORK; compile times change a committed file at every save without saying
+        anything a review needs, and the full mix of every level is the run file's). The fresh
+        processes a record was measured in stay (``confirm``: with --bench-save, every benchmark's;
+        with_processes reads them as runs of the history)."""
         benchmarks = {
             i: replace(r, samples_ms=[], verdict=None, ab=None, kernels=[_baseline_kernel(k) for k in r.kernels])
             for i, r in self.benchmarks.items()

@@ -51,6 +51,24 @@ def test_the_work_a_kernel_holds_is_noted_where_it_changed_never_failed():
     assert compare_kernels([old], [old]).notes == []  # nothing changed: nothing said
 
 
+def test_a_baseline_keeps_the_work_figures_and_no_more_of_the_mix():
+    from pytest_tesserabench.record.results import BenchRecord, RunDocument
+
+    analysed = kernel(
+        sass_instructions=98,
+        ttir={"dot": 1, "load": 2, "store": 1, "math": 3, "operations": 40},
+        instructions={"sfu": 2, "total": 120},
+        compile_ms={"ttir": 5.0},
+    )
+    record = BenchRecord("t.py::k", None, "t.py::k", "interpreter", [1.0], None, kernels=[analysed])
+    (kept,) = RunDocument(benchmarks={"t.py::k": record}).for_baseline().benchmarks["t.py::k"].kernels
+    assert kept["sass_instructions"] == 98 and kept["ttir"] == {"dot": 1, "load": 2, "store": 1, "math": 3}
+    assert kept["instructions"] == {"sfu": 2} and "compile_ms" not in kept
+    # ... so that the gate can say what changed against a saved baseline
+    changed = dict(analysed, ttir={**analysed["ttir"], "dot": 2})
+    assert compare_kernels([changed], [kept]).notes == ["kernel k (sm_90): work TTIR dot 1 -> 2"]
+
+
 def test_another_config_is_said_as_such_and_not_gated_by_its_figures():
     found = compare_kernels([kernel(constexprs={"BLOCK": 64}, num_warps=8, occupancy=0.25, spill_bytes=8)], [kernel()])
     assert found.regressions == []
