@@ -13,7 +13,7 @@ import stat
 
 from pytest_tesserabench.history.baseline import BaselineError, BaselineLocked
 from pytest_tesserabench.record import files
-from pytest_tesserabench.record.units import format_ms
+from pytest_tesserabench.record.units import format_factor, format_ms
 from pytest_tesserabench.report.csv_report import csv_text
 from pytest_tesserabench.report.markdown_report import markdown_summary
 from pytest_tesserabench.report.openmetrics import metrics_text
@@ -85,8 +85,9 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                 )
             for far in outlying:
                 what = {"runs": "its runs' median", "run": "the earlier run's", "fresh": "its fresh processes' median"}
+                factor = format_factor(far.ratio)
                 say(
-                    f"tesserabench: {printable(far.bench_id)}: {format_ms(far.now)} in this run, {far.ratio:.2g}x "
+                    f"tesserabench: {printable(far.bench_id)}: {format_ms(far.now)} in this run, {factor} "
                     f"{what[far.against]} ({format_ms(far.typical)}); {far.blame()} "
                     f"(`tesserabench show {settings.save}` lists the runs)",
                     yellow=True,

@@ -20,7 +20,7 @@ import math
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from pytest_tesserabench.record.units import format_ms
+from pytest_tesserabench.record.units import format_factor, format_ms
 
 SCHEMA = 1
 STATUSES = ("REGRESSED", "IMPOSSIBLE", "INCONCLUSIVE", "IMPROVED", "UNCHANGED", "NEW", "MISSING", "NOT_GATED")
@@ -452,7 +452,7 @@ def _pct(ratio: float, as_factor: bool | None = None) -> str:
     if as_factor is None:
         as_factor = _past_factor(ratio)
     if as_factor:
-        return f"{ratio:.3g}x" if ratio >= 1 else f"{ratio:.2g}x"
+        return format_factor(ratio)
     return f"{(ratio - 1.0) * 100:+.1f}%"
 
 

@@ -19,6 +19,13 @@ def format_ms(ms: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+def format_factor(ratio: float) -> str:
+    """A ratio as a factor: '1.23x', '0.05x', '473x', '12,400x' (never '5e+02x')."""
+    if ratio >= 100:
+        return f"{ratio:,.0f}x"
+    return f"{ratio:.3g}x" if ratio >= 1 else f"{ratio:.2g}x"
+
+
 def format_started(started: str | None) -> str:
     """A run's start as date and minute in its own time zone (the file keeps ISO 8601 to the second)."""
     import datetime  # ~3 ms that every `tesserabench` command would pay; `show` alone formats a start
