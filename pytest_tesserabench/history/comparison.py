@@ -86,9 +86,17 @@ class BaselineComparison:
         """The numbers of interleaved passes the baseline's runs measured their gated timings in,
         sorted (a record timed in the interpreter is measured once whatever the passes, and never
         gated: it says nothing about them)."""
+        return self._measured("passes")
+
+    def threads(self) -> list[int]:
+        """The --bench-threads the baseline's runs measured their gated timings under, sorted (0:
+        thread pools as the process had them)."""
+        return self._measured("threads")
+
+    def _measured(self, setting: str) -> list[int]:
         return sorted(
             {
-                r.sampling.passes
+                getattr(r.sampling, setting)
                 for run in self.runs
                 for r in run.benchmarks.values()
                 if r.sampling is not None and r.timing_gated

@@ -282,6 +282,19 @@ def header_lines(state, interpret_switch) -> list[str]:
             f"tesserabench: WARNING: the baseline's runs measured in {' or '.join(map(str, theirs))} pass(es), this "
             f"run in {ours}: no timing can be judged against them (kernel figures still are); " + conditions.SAME_PASSES
         )
+    theirs = state.comparison.threads() if state.comparison is not None and state.comparison.same_machine else []
+    ours = settings.threads or 0
+    if theirs and theirs != [ours]:  # (the same condition, for --bench-threads)
+        from pytest_tesserabench.gate import conditions
+
+        def pools(count: int) -> str:
+            return f"--bench-threads={count}" if count else "thread pools as the process had them"
+
+        lines.append(
+            f"tesserabench: WARNING: the baseline's runs measured under {' or '.join(map(pools, theirs))}, this run "
+            f"under {pools(ours)}: no timing can be judged against them (kernel figures still are); "
+            + conditions.SAME_THREADS
+        )
     if state.reference is not None:
         processes = settings.ab_processes
         served = f"{processes} served processes per side" if processes > 1 else "one served process per side"
@@ -466,16 +479,27 @@ def unresolved_line(verdicts, *, failing: bool = False, settle: str | None = Non
     undecided = [v for v in timed if v.status == "INCONCLUSIVE"]
     if not undecided:
         return None
+    from pytest_tesserabench.gate.conditions import STAGE as CONDITIONS
+
     named = []
     for verdict in sorted(undecided, key=lambda v: -(v.detectable or 0.0))[:MAX_NAMED]:
-        could = f" (it could catch {verdict.detectable:.0%} or more)" if verdict.detectable is not None else ""
+        if verdict.stage == CONDITIONS:  # not the noise: how this run measured it (its line says which)
+            could = " (not judged as this run measured it: its line says why)"
+        elif verdict.detectable is not None:
+            could = f" (it could catch {verdict.detectable:.0%} or more)"
+        else:
+            could = ""
         named.append(f"{printable(verdict.id.split('::', 1)[-1])}{could}")
     more = f" and {len(undecided) - MAX_NAMED} more" if len(undecided) > MAX_NAMED else ""
-    todo = (
-        f"to judge them, {settle}"
-        if settle
-        else "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner"
-    ) + ("" if failing else "; --bench-unresolved=fail fails them")
+    # where the run's conditions left every one undecided, their fix is what judges them
+    fixes = list(dict.fromkeys(v.hint_text for v in undecided if v.stage == CONDITIONS and v.hint_text))
+    if fixes and all(v.stage == CONDITIONS for v in undecided):
+        todo = f"to judge them: {'; '.join(fixes)}"
+    elif settle:
+        todo = f"to judge them, {settle}"
+    else:
+        todo = "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner"
+    todo += "" if failing else "; --bench-unresolved=fail fails them"
     if len(undecided) == len(timed):
         return (
             f"NOTHING JUDGED: all {len(timed)} timed benchmark(s) are INCONCLUSIVE: this run could not tell "

@@ -297,11 +297,19 @@ def test_a_comparison_under_another_bench_threads_gives_no_timing_verdict(projec
     result = pytester.runpytest("--bench-compare=main", "--bench-threads=1", "--bench-json=run.json", *ARGS)
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
-        ["*measured with thread pools at 1 (--bench-threads), the baseline's runs as the process had them*"]
+        [
+            "tesserabench: WARNING: the baseline's runs measured under thread pools as the process had them, this "
+            "run under --bench-threads=1: no timing can be judged against them (kernel figures still are); record "
+            "the baseline and compare with the same --bench-threads",
+            "*measured with thread pools at 1 (--bench-threads), the baseline's runs as the process had them*",
+            "NOTHING JUDGED: *(not judged as this run measured it: its line says why)*; to judge them: record the "
+            "baseline and compare with the same --bench-threads; --bench-unresolved=fail fails them",
+        ]
     )
+    assert "could catch" not in result.stdout.str()
     records = json.loads((pytester.path / "run.json").read_text())["benchmarks"].values()
     timed = [r for r in records if r["verdict"]["status"] != "NOT_GATED"]
     assert timed and all(r["verdict"]["status"] == "INCONCLUSIVE" for r in timed)
     assert all("same --bench-threads" in r["verdict"]["hint_text"] for r in timed)
     result = pytester.runpytest("--bench-compare=main", *ARGS)  # alike: nothing said
-    assert "thread pools at" not in result.stdout.str()
+    assert "thread pools at" not in result.stdout.str() and "WARNING" not in result.stdout.str()
