@@ -35,6 +35,7 @@ from pytest_tesserabench.report.commands import (
     find_baselines_dir,
     report_command,
 )
+from pytest_tesserabench.report.layout import shorten_middle
 from pytest_tesserabench.report.safe_text import printable
 
 # What one command alone needs is imported where that command runs: `tesserabench --help` loads
@@ -340,11 +341,15 @@ def _print_detectable(console, runs, args: argparse.Namespace) -> None:
         f"2); threshold {threshold}:"
     )
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
-    table.add_column("benchmark", overflow="fold")
-    table.add_column("catches", justify="right")
-    table.add_column("", no_wrap=True)
+    table.add_column("benchmark", no_wrap=True)
+    table.add_column("catches", justify="right", no_wrap=True)
+    judged = f"judged at {threshold}"
+    table.add_column(judged, no_wrap=True)
+    # an id is never split over lines: shortened in the middle to what the other columns leave
+    room = max(console.width - len("catches") - len(judged) - 8, 16)
     for bench_id, size in sorted(detectable.items()):
-        table.add_row(printable(bench_id), f"{size:.1%}", "above the threshold" if size > args.threshold else "")
+        name = shorten_middle(printable(bench_id), room)
+        table.add_row(name, f"{size:.1%}", "no" if size > args.threshold else "yes")
     console.print(table)
     above = sum(1 for d in detectable.values() if d > args.threshold)
     if above:
@@ -539,8 +544,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE if exc.code else EXIT_OK
     if "dir" in args and args.dir is None:
         args.dir = find_baselines_dir(Path.cwd())
-    if getattr(args, "width", 0) is None:  # COLUMNS, else the terminal's, else 80 (a CI log)
-        args.width = max(shutil.get_terminal_size((80, 24)).columns, MIN_WIDTH)
+    if getattr(args, "width", 0) is None:  # COLUMNS, else the terminal's, else a log's (the plugin's tables')
+        from pytest_tesserabench.report.terminal import table_width
+
+        args.width = max(table_width(shutil.get_terminal_size((80, 24)).columns), MIN_WIDTH)
     try:
         if args.command == "compare":
             return compare_command(args, out, err)

@@ -150,10 +150,13 @@ def test_show_says_what_the_gate_can_catch_against_the_baseline(files, tmp_path,
     assert set(catches) == {"t::fast", "t::slow"} and all(0.01 < c < 0.05 for c in catches.values())
     rows = {line.split()[0]: line.split()[1] for line in out.splitlines() if line.strip().startswith("t::")}
     assert rows == {bench_id: f"{size:.1%}" for bench_id, size in catches.items()}
-    assert "above the threshold" not in out and "cannot be judged" not in out
+    assert "judged at 5%" in out and "cannot be judged" not in out
+    assert {line.split()[-1] for line in out.splitlines() if line.strip().startswith("t::")} == {"yes"}
     assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--threshold", "1", "--width", "100"]) == 0
-    strict = " ".join(capsys.readouterr().out.split())
-    assert "threshold 1%" in strict and strict.count("above the threshold") == 2
+    out = capsys.readouterr().out
+    assert {line.split()[-1] for line in out.splitlines() if line.strip().startswith("t::")} == {"no"}
+    strict = " ".join(out.split())
+    assert "threshold 1%" in strict and "judged at 1%" in strict
     assert "2 of 2 benchmark(s) cannot be judged at 1% on this machine" in strict and "--bench-ab=REF" in strict
 
 
