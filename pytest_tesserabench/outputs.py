@@ -64,7 +64,7 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             skipped = len(state.records) - saved
             if saved:
                 left_out = f" ({skipped} from failed tests left out)" if skipped else ""
-                say(f"tesserabench: saved {saved} benchmark(s) to {path}{left_out}")
+                say(f"tesserabench: saved {saved} benchmark(s) to {path}{left_out}{_fresh_cost(state)}")
             else:
                 say(f"tesserabench: nothing saved to {path}: no passing benchmark")
             undetectable, timed = state.undetectable(path) if saved else ({}, 0)
@@ -93,6 +93,19 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                     yellow=True,
                 )
     return failed
+
+
+def _fresh_cost(state) -> str:
+    """What a save's fresh processes measured and cost (--bench-save-processes), for its line."""
+    fresh = [r for r in state.records.values() if r.confirm]
+    if not fresh:
+        return ""
+    processes = max(len(r.confirm) for r in fresh)
+    seconds = sum(r.sampling.confirm_s for r in fresh if r.sampling is not None)
+    return (
+        f"; {len(fresh)} of them measured in {processes} fresh process(es) too, {seconds:.1f} s "
+        "(--bench-save-processes)"
+    )
 
 
 def _write_reports(state, say, error, config) -> None:

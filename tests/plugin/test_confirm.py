@@ -290,15 +290,20 @@ def test_a_save_measures_in_fresh_processes_only_while_the_baseline_lacks_proces
     pytester.makepyfile(test_kernels=WORKLOAD)
     pytester.makeconftest(FRESH_LOG)
     log = pytester.path / "fresh.log"
-    started, said = [], []
+    started, said, cost = [], [], []
     for _ in range(3):
         log.write_text("")
         result = pytester.runpytest("--bench-save=main", "--bench-save-processes=1", *ARGS)
         result.assert_outcomes(passed=3)
         started.append(len(log.read_text().split()))
         said.append("also measured in 1 fresh process(es)" in result.stdout.str())
+        saved_line = next(line for line in result.stdout.lines if line.startswith("tesserabench: saved "))
+        cost.append(
+            bool(re.search(r"; 3 of them measured in 1 fresh process\(es\) too, [\d.]+ s \(--bench-save", saved_line))
+        )
     assert started == [1, 1, 0]
     assert said == [True, True, False]  # the header says what the save will cost before it measures
+    assert cost == [True, True, False]  # ... and its last line what they measured and cost
     result.stdout.fnmatch_lines(["*the baseline holds at least 4 process draws of each of its benchmarks*"])
     (path,) = (pytester.path / "baselines" / "main").glob("*.json")
     runs = json.loads(path.read_text())["runs"]
