@@ -232,6 +232,7 @@ class Outlying:
     now: float  # ms
     typical: float  # ms
     against: str  # "runs": the sessions of every run; "run": the one earlier run; "fresh": this run's fresh processes
+    crowded: str | None = None  # how other processes crowded out its threads in this run (gate.conditions)
 
     @property
     def ratio(self) -> float:
@@ -239,6 +240,11 @@ class Outlying:
 
     def blame(self) -> str:
         """Which run the figure says was disturbed, in words."""
+        if self.crowded is not None:
+            return (
+                f"{self.crowded}: a multi-threaded benchmark's threads waited for CPUs other processes held; save and "
+                "compare with --bench-threads=1 to measure it on one, or record again on a quiet runner"
+            )
         if self.against == "run":
             return (
                 "this run and the baseline's one earlier run disagree: one of them was timed on a busy machine, "
@@ -285,8 +291,18 @@ def outlying(run: RunDocument, earlier: list[RunDocument]) -> list[Outlying]:
             continue
         typical = statistics.median(values)
         if max(now / typical, typical / now) >= OUTLYING_FACTOR:
-            out.append(Outlying(bench_id, now, typical, against))
+            crowded = crowded_out(record, earlier) if now > typical and against != "fresh" else None
+            out.append(Outlying(bench_id, now, typical, against, crowded))
     return out
+
+
+def crowded_out(record, earlier: list[RunDocument]) -> str | None:
+    """gate.conditions.crowded_out of a saved record against the earlier runs: a multi-threaded
+    benchmark slowed by other processes' work, not by the machine's speed."""
+    from pytest_tesserabench.gate import conditions
+    from pytest_tesserabench.gate.config import GateConfig
+
+    return conditions.crowded_out(record, earlier, GateConfig())
 
 
 # A save measures a benchmark in fresh processes (--bench-save-processes) only while its baseline

@@ -245,6 +245,26 @@ def test_a_saved_figure_is_outlying_against_what_measured_it_like_with_like():
     assert outlying(interpreted, [quiet, quiet]) == []
 
 
+def test_a_saved_multithreaded_figure_crowded_out_by_other_processes_says_so():
+    # Two threads had two CPUs in the earlier runs; beside other work they got one and read 500x
+    # (threads spinning at a barrier for a CPU another process holds): not a slower machine.
+    def run(ms, own_cpus, others_cpus):
+        sampling = {"own_cpu_s": own_cpus, "others_cpu_s": others_cpus, "others_wall_s": 1.0}
+        return RunDocument.from_json(
+            {"benchmarks": {"t.py::x": {"timer": "cpu", "rounds_ms": [ms] * 5, "sampling": sampling}}}
+        )
+
+    quiet = run(0.007, 1.8, 0.0)
+    (crowded,) = outlying(run(3.6, 1.0, 0.6), [quiet, quiet])
+    assert crowded.blame().startswith(
+        "its threads got 1.0 CPUs, 1.8 in the baseline, while other processes kept 0.6 busy"
+    )
+    assert "--bench-threads=1" in crowded.blame()
+    # a single-threaded one under the same load is blamed on the busy machine, as before
+    (busy,) = outlying(run(3.6, 1.0, 0.6), [run(0.007, 1.0, 0.0)] * 2)
+    assert busy.crowded is None and "the machine was busy during this run" in busy.blame()
+
+
 def test_process_draws_count_every_process_of_the_runs_the_next_save_keeps():
     from pytest_tesserabench.history.baseline import process_draws
 
