@@ -23,13 +23,15 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
         kernels = compare_kernels(record.kernels, reference.get("kernels"))
         decision = ab.decision
         where = f"{ab.ref} ({str(ab.sha)[:10]})"
+        interpreted = "interpreter" in (record.timer, reference.get("timer"))
+        if interpreted and ab.reference is not None and ab.reference_outcome == "passed":
+            # CPU time of Python emulating a GPU says nothing about the kernel (lead.py measures it
+            # here alone): the kernel figures of both sides only
+            verdicts[record.id] = untimed_verdict(record.id, kernels, "timed in the Triton interpreter")
+            continue
         if decision is None:
             notes = (f"not compared with {where}: {ab.unpaired or 'not measured there'}", *kernels.notes)
             verdicts[record.id] = Verdict(id=record.id, status="NEW", notes=notes)
-            continue
-        if "interpreter" in (record.timer, reference.get("timer")):
-            # CPU time of Python emulating a GPU says nothing about the kernel: figures only
-            verdicts[record.id] = untimed_verdict(record.id, kernels, "timed in the Triton interpreter")
             continue
         reference_rounds = ab.reference_rounds_ms
         notes = list(kernels.notes)

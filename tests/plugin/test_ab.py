@@ -478,9 +478,13 @@ def test_timings_of_kernels_run_in_the_interpreter_are_not_gated(pytester):
     commit(pytester.path, "base")
     path = pytester.path / "test_t.py"
     path.write_text(path.read_text().replace("DELAY = 0.0", "DELAY = 0.003"))  # far slower, in CPU time
-    result = pytester.runpytest_subprocess("--bench-ab=main", *ARGS)
+    result = pytester.runpytest_subprocess("--bench-ab=main", "--bench-json=run.json", *ARGS)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*timings not (timed in the Triton interpreter)*"])
+    # ... so they are measured here alone, not interleaved over every served process for nothing
+    (record,) = json.loads((pytester.path / "run.json").read_text())["benchmarks"].values()
+    assert record["ab"]["log_ratios"] == [] and "never judged" in record["ab"]["unpaired"]
+    assert record["verdict"]["status"] == "UNCHANGED" and record["rounds_ms"]
 
 
 def test_an_untracked_file_counts_among_the_working_trees_changes(tmp_path):
