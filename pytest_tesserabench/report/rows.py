@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from pytest_tesserabench.gate.conditions import sharing
 from pytest_tesserabench.record.results import BenchRecord
-from pytest_tesserabench.record.units import format_gbps, format_ms, format_tflops
+from pytest_tesserabench.record.units import format_factor, format_gbps, format_ms, format_tflops
 from pytest_tesserabench.report.safe_text import printable
 
 CALL_SEPARATOR = " · "  # between a row's parameters and the name of a labelled call
@@ -95,6 +95,16 @@ def _comm(record: BenchRecord, key: str) -> float | None:
     return (record.distributed or {}).get(key)
 
 
+def _ci_text(record: BenchRecord) -> str:
+    """The median's 95% interval: '±1.3%'; past ±100% as factors of the median, '[0.98x, 538x]'
+    (rounds in two levels far apart: '±26867.9%' says nothing a reader can use)."""
+    stats = record.stats
+    if stats.ci_halfwidth <= 1.0 or stats.median_ms <= 0:
+        return f"±{stats.ci_halfwidth:.1%}"
+    low, high = (ms / stats.median_ms for ms in stats.ci95_ms)
+    return f"[{format_factor(low)}, {format_factor(high)}]"
+
+
 def _speed_text(record: BenchRecord, speeds: dict) -> str:
     speed = speeds.get(record.id)
     return "-" if speed is None else f"{speed:.2f}x"
@@ -107,7 +117,7 @@ FIELDS: dict[str, Field] = {
         Field(
             "ci",
             "CI95",
-            lambda r, _: f"±{r.stats.ci_halfwidth:.1%}",
+            lambda r, _: _ci_text(r),
             lambda r, _: r.stats.ci_halfwidth if r.stats else None,
         ),
         Field("mean", "mean", lambda r, _: format_ms(r.stats.mean_ms), _stat("mean_ms"), drop=1),

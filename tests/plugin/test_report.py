@@ -167,6 +167,14 @@ def test_units_scale_and_labels_read_right():
     assert "CI95" in text and "±1.0%" in text and "±95%" not in text and "e-05" not in text
 
 
+def test_an_interval_past_100_percent_reads_as_factors_of_the_median():
+    # rounds in two levels 500x apart (a thread pool crowded out now and then): a percentage says nothing
+    two_levels = record("a.py::t", None, 0.00715, noisy=True)
+    two_levels = replace(two_levels, stats=replace(two_levels.stats, ci95_ms=(0.0070, 3.85)))
+    text = render_summary(by_id(two_levels, record("a.py::u", None, 1.0)), width=120)
+    assert "[0.98x, 538x]" in text and "±26" not in text and "±1.0%" in text
+
+
 def test_verbose_adds_min_iqr_rounds_timer():
     recs = by_id(record("a.py::t[n1]", None, 1.0), record("a.py::t[n2]", None, 2.0))
     plain = summary_lines(recs, width=200)[1].text.split()
