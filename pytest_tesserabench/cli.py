@@ -316,9 +316,25 @@ def _show(args: argparse.Namespace, out, err) -> int:
         for row in rows:
             table.add_row(*(row[c] for c in kept))
         console.print(table)
+        _print_kernels(console, data.runs)
         _print_detectable(console, data.runs, args)
     out.write(buffer.getvalue())
     return EXIT_OK
+
+
+def _print_kernels(console, runs) -> None:
+    """The kernels whose static figures the baseline holds (its newest run): what a compare gates
+    exactly, with no statistics, even on a GPU-less runner."""
+    newest = runs[-1].benchmarks.values() if runs else []
+    kernels = {(k.get("name"), k.get("arch")) for r in newest for k in r.kernels if not k.get("error")}
+    if kernels:
+        names = sorted({str(name) for name, _ in kernels})
+        archs = ", ".join(sorted({str(arch) for _, arch in kernels}))
+        console.print(
+            f"Kernel figures of {len(names)} kernel(s) on {archs} ({', '.join(printable(n) for n in names)}): "
+            "compared exactly, without statistics (spills and occupancy gated; registers, shared memory and "
+            "the work the kernel holds noted)"
+        )
 
 
 def _print_detectable(console, runs, args: argparse.Namespace) -> None:

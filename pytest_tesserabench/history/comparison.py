@@ -110,7 +110,19 @@ class BaselineComparison:
         return self.history.detectable(processes=processes) if self.same_machine else {}
 
     def describe(self) -> str:
-        what = "timings and kernel figures" if self.same_machine else "kernel figures only (another machine)"
+        """'main (PATH, 3 run(s), measured in 9 processes; the timings of 3 benchmark(s), the figures
+        of 3 kernel(s) on sm_80, sm_90)': what the gate holds this run against, kernels and archs
+        named, since on a GPU-less runner they are what it judges exactly."""
+        newest = self.baseline.runs[-1].benchmarks.values() if self.baseline.runs else []
+        timed = sum(1 for r in newest if r.timing_gated)
+        kernels = {(k.get("name"), k.get("arch")) for r in newest for k in r.kernels if not k.get("error")}
+        archs = ", ".join(sorted({str(arch) for _, arch in kernels}))
+        figures = f"the figures of {len({name for name, _ in kernels})} kernel(s) on {archs}" if kernels else ""
+        if not self.same_machine:
+            what = f"{figures or 'kernel figures'} only (another machine)"
+        else:
+            timings = f"the timings of {timed} benchmark(s)" if timed else ""
+            what = ", ".join(part for part in (timings, figures) if part) or "nothing it can judge"
         runs, processes = len(self.baseline.runs), len(self.runs)
         measured = f", measured in {processes} processes" if processes > runs else ""
         return f"{self.settings.compare} ({self.path}, {runs} run(s){measured}; {what})"

@@ -224,3 +224,18 @@ def test_the_canary_line_says_which_way_the_machine_moved(ratio, said):
     from pytest_tesserabench.report.comparison_table import canary_line
 
     assert canary_line(ratio).startswith(f"canary: {ratio:.3f}x the baseline's time") and said in canary_line(ratio)
+
+
+def test_show_names_the_kernels_whose_figures_the_baseline_gates(tmp_path, capsys):
+    kernels = [
+        {"name": "softmax_kernel", "arch": arch, "registers": 16, "occupancy": 1.0} for arch in ("sm_80", "sm_90")
+    ]
+    record = {"timer": "interpreter", "rounds_ms": [80.0] * 3, "kernels": kernels}
+    save_run(tmp_path / "baselines", "main", KEY, RunDocument.from_json({"benchmarks": {"t::softmax": record}}))
+    assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "200"]) == 0
+    out = capsys.readouterr().out
+    assert "Kernel figures of 1 kernel(s) on sm_80, sm_90 (softmax_kernel): compared exactly" in out
+    # a baseline of timings alone says nothing of kernels
+    save_run(tmp_path / "plain", "main", KEY, make_run(np.random.default_rng(0)))
+    assert main(["show", "main", "--dir", str(tmp_path / "plain"), "--width", "200"]) == 0
+    assert "Kernel figures" not in capsys.readouterr().out

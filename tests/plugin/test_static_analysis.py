@@ -103,6 +103,10 @@ def test_a_baseline_recorded_on_a_gpu_gates_the_kernel_figures_on_a_gpu_less_run
     result.stdout.fnmatch_lines(
         ["*UNCHANGED*kernel figures compared; timings not (timings come from another machine)*"]
     )
+    # the header names what it gates there: the kernels and their archs
+    result.stdout.fnmatch_lines(
+        ["tesserabench: baseline main (*; the figures of 1 kernel(s) on sm_90 only (another machine))"]
+    )
     # Timings are not compared, so none are measured again in interleaved passes.
     result.stdout.fnmatch_lines(
         ["tesserabench: one pass over the benchmark tests: the baseline is another machine's, so no timing*"]
