@@ -501,8 +501,12 @@ def unresolved_line(verdicts, *, failing: bool = False, settle: str | None = Non
         todo = "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner"
     todo += "" if failing else "; --bench-unresolved=fail fails them"
     if len(undecided) == len(timed):
+        from pytest_tesserabench.gate.pipeline import KERNEL_FIGURES
+
+        figures = sum(1 for v in verdicts.values() if v.stage == KERNEL_FIGURES)
+        head = "NOTHING JUDGED" if not figures else f"NO TIMING JUDGED (the kernel figures of {figures} were)"
         return (
-            f"NOTHING JUDGED: all {len(timed)} timed benchmark(s) are INCONCLUSIVE: this run could not tell "
+            f"{head}: all {len(timed)} timed benchmark(s) are INCONCLUSIVE: this run could not tell "
             f"whether they got slower by their threshold: {', '.join(named)}{more}; {todo}"
         )
     return (

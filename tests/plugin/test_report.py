@@ -377,3 +377,13 @@ def test_a_long_id_loses_whole_leading_folders_first_then_its_path_never_a_word(
     assert _shorten_id(bench_id, 40) == "…::test_medium_matmul[N400-fp32]"
     short = _shorten_id(bench_id, 20)
     assert len(short) == 20 and short.endswith("fp32]") and ELLIPSIS in short
+
+
+def test_a_run_whose_timings_were_all_undecided_says_whether_kernel_figures_were_judged():
+    from pytest_tesserabench.report.terminal import unresolved_line
+
+    undecided = Verdict(id="t.py::test_k::torch", status="INCONCLUSIVE", ratio=1.1, ci=(0.8, 1.5), detectable=0.8)
+    figures = Verdict(id="t.py::test_k", status="UNCHANGED", stage="kernel figures")
+    assert unresolved_line({undecided.id: undecided}).startswith("NOTHING JUDGED: all 1 timed benchmark(s)")
+    both = unresolved_line({undecided.id: undecided, figures.id: figures})
+    assert both.startswith("NO TIMING JUDGED (the kernel figures of 1 were): all 1 timed benchmark(s) are INCONCLUSIVE")
