@@ -259,8 +259,13 @@ class ABLead:
         count = len(self.candidates)
         cpu = measuring_cpu()
         try:
-            plans = [process.warm_up(cpu) for process in self._all()]  # one at a time
-            candidate = sampling.start_measurement(timer, plans[0])  # the first candidate's plan
+            # one at a time; each side's first process warms up and sizes the rounds for its side,
+            # the others warm up briefly and take its plan (sampling.warm_up_like)
+            leaders = [side[0].warm_up(cpu) for side in (self.candidates, self.references)]
+            for side, leader in zip((self.candidates, self.references), leaders, strict=True):
+                for process in side[1:]:
+                    process.warm_up(cpu, like=leader)
+            candidate = sampling.start_measurement(timer, leaders[0])  # the first candidate's plan
             result = interleave(
                 list(zip(self.candidates, self.references, strict=True)),
                 candidate,

@@ -122,6 +122,28 @@ def warm_up(
     return Plan(samples_per_round=samples_per_round, warmup_calls=len(durations), inner_loops=timer.inner)
 
 
+# A process warming up after another of its side has warmed up and calibrated (A/B's served
+# processes): this share of --bench-warmup, and at least FOLLOWER_CALLS calls, is enough to leave
+# first-call costs behind; the round size comes from the leader's full warm-up, as few calls
+# cannot size it (a 5 ms call calibrated on one or two calls sizes its rounds wrong).
+FOLLOWER_SHARE = 0.25
+FOLLOWER_CALLS = 3
+
+
+def warm_up_like(timer: Timer, budget: Budget, leader: Plan, *, clock: Callable[[], float] = time.perf_counter) -> Plan:
+    """A short warm-up (FOLLOWER_SHARE of ``budget.warmup``, at least FOLLOWER_CALLS calls) taking
+    ``leader``'s plan: its calls per sample and samples per round, so every process of a side
+    measures rounds of one size."""
+    __tracebackhide__ = True
+    start = clock()
+    durations = []
+    while len(durations) < FOLLOWER_CALLS or clock() - start < budget.warmup * FOLLOWER_SHARE:
+        durations.append(timer.time_once())
+    timer.calibrate(max(statistics.median(durations[-5:]), 1e-9))  # (a timer's own state: a GPU's enqueue time)
+    timer.inner = leader.inner_loops
+    return Plan(samples_per_round=leader.samples_per_round, warmup_calls=len(durations), inner_loops=leader.inner_loops)
+
+
 def _timed_round(timer: Timer, plan: Plan, into: Measurement) -> list[float]:
     """The samples of one round; the time they left out waiting for a CPU goes into ``into``."""
     __tracebackhide__ = True

@@ -169,7 +169,13 @@ class ServeLoop:
                     start_on_cpu(message["turn"], timer.name)  # a fresh process's blocks, as the session's passes
                 if op == "warm":
                     share = message.get("share", 1.0)
-                    plan = sampling.warm_up(timer, dataclasses.replace(budget, max_time=budget.max_time * share))
+                    shared = dataclasses.replace(budget, max_time=budget.max_time * share)
+                    like = message.get("like")
+                    plan = (
+                        sampling.warm_up_like(timer, shared, sampling.Plan(**like))
+                        if like
+                        else sampling.warm_up(timer, shared)
+                    )
                     measurement = sampling.start_measurement(timer, plan)
                     self._send({"op": "plan", "plan": dataclasses.asdict(plan)})
                     continue

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from multiprocessing.connection import Listener
 from pathlib import Path
 
@@ -313,11 +313,12 @@ class ServedProcess:
             return Reached(name=message["name"], timer=message["timer"])
         return TestDone(**{k: v for k, v in message.items() if k != "op"})
 
-    def warm_up(self, cpu: int | None, *, share: float = 1.0) -> Plan:
+    def warm_up(self, cpu: int | None, *, share: float = 1.0, like: Plan | None = None) -> Plan:
         """Warm up the reached call on ``cpu`` (one process at a time: warm-up calibrates the round
         length, which processes warming up together on one device would get wrong), sizing rounds
-        for ``share`` of its ``--bench-max-time`` (a pass's share: fresh.pass_share)."""
-        self._send({"op": "warm", "cpu": cpu, "share": share})
+        for ``share`` of its ``--bench-max-time`` (a pass's share: fresh.pass_share); ``like``: a
+        plan another process of this side made, taken after a short warm-up (sampling.warm_up_like)."""
+        self._send({"op": "warm", "cpu": cpu, "share": share, "like": asdict(like) if like else None})
         return Plan(**self._measuring_answer(TEST_TIMEOUT_S)["plan"])
 
     def block(self, rounds: int, cpu: int | None = None, *, turn: int | None = None) -> Block:

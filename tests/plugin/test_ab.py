@@ -97,6 +97,33 @@ def test_a_slowdown_fails_exactly_its_test_and_both_sides_are_recorded(repo, tmp
     assert worktrees(repo) == []  # removed at the end
 
 
+WARM_LOG = """
+import os
+from pytest_tesserabench.measure import sampling
+
+def _logged(kind, warm):
+    def logged(*args, **kwargs):
+        with open(os.environ["WARM_LOG"], "a") as log:
+            log.write(f"{kind}\\n")
+        return warm(*args, **kwargs)
+    return logged
+
+sampling.warm_up = _logged("full", sampling.warm_up)
+sampling.warm_up_like = _logged("like", sampling.warm_up_like)
+"""
+
+
+def test_each_side_s_first_process_sizes_the_rounds_and_the_others_warm_up_briefly(repo, tmp_path, monkeypatch):
+    log = tmp_path / "warm.log"
+    monkeypatch.setenv("WARM_LOG", str(log))
+    repo.makeconftest(WARM_LOG)
+    commit(repo.path, "log the warm-ups")
+    result = repo.runpytest("--bench-ab=main", *ARGS, "--bench-ab-processes=4")
+    result.assert_outcomes(passed=3)
+    warm = log.read_text().split()
+    assert (warm.count("full"), warm.count("like")) == (3 * 2, 3 * 6)  # per call: 1 + 3 on each side
+
+
 def test_new_missing_and_a_test_that_fails_on_the_reference(repo):
     path = repo.path / "test_w.py"
     path.write_text(

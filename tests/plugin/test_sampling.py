@@ -46,6 +46,21 @@ def test_warm_up_is_by_time():
     assert timer.warmups == 10
 
 
+def test_a_follower_warms_up_briefly_and_takes_its_leader_s_round_size():
+    # A/B: the side's first process warmed up fully and sized the rounds; the others need only
+    # leave first-call costs behind (a quarter of the warm-up, three calls at least)
+    clock = FakeClock()
+    leader = sampling.Plan(samples_per_round=7, warmup_calls=10, inner_loops=4)
+    timer = FakeTimer(clock, per_call=0.01)
+    plan = sampling.warm_up_like(timer, sampling.Budget(warmup=0.1), leader, clock=clock)
+    assert timer.warmups == 3 and plan == sampling.Plan(samples_per_round=7, warmup_calls=3, inner_loops=4)
+    assert timer.inner == 4  # (the calls per sample of the leader, whatever its own calibration said)
+    slow = FakeTimer(clock, per_call=0.2)  # longer than the warm-up: three calls all the same
+    assert sampling.warm_up_like(slow, sampling.Budget(warmup=0.1), leader, clock=clock).warmup_calls == 3
+    fast = FakeTimer(clock, per_call=0.001)  # a quarter of 0.1 s of 1 ms calls
+    assert sampling.warm_up_like(fast, sampling.Budget(warmup=0.1), leader, clock=clock).warmup_calls == 25
+
+
 def test_a_steady_workload_converges_at_min_rounds():
     clock = FakeClock()
     m = sampling.measure(FakeTimer(clock), sampling.Budget(min_rounds=5, target_ci=0.01), clock=clock)
