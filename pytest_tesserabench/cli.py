@@ -35,7 +35,7 @@ from pytest_tesserabench.report.commands import (
     find_baselines_dir,
     report_command,
 )
-from pytest_tesserabench.report.layout import shorten_middle
+from pytest_tesserabench.report.layout import shorten_unique
 from pytest_tesserabench.report.safe_text import printable
 
 # What one command alone needs is imported where that command runs: `tesserabench --help` loads
@@ -323,10 +323,10 @@ def _show(args: argparse.Namespace, out, err) -> int:
 
 
 def _print_kernels(console, runs) -> None:
-    """The kernels whose static figures the baseline holds (its newest run): what a compare gates
+    """The kernels whose static figures the baseline holds (over its runs): what a compare gates
     exactly, with no statistics, even on a GPU-less runner."""
-    newest = runs[-1].benchmarks.values() if runs else []
-    kernels = {(k.get("name"), k.get("arch")) for r in newest for k in r.kernels if not k.get("error")}
+    records = [r for run in runs for r in run.benchmarks.values()]  # (a -k save keeps the others')
+    kernels = {(k.get("name"), k.get("arch")) for r in records for k in r.kernels if not k.get("error")}
     if kernels:
         names = sorted({str(name) for name, _ in kernels})
         archs = ", ".join(sorted({str(arch) for _, arch in kernels}))
@@ -363,8 +363,9 @@ def _print_detectable(console, runs, args: argparse.Namespace) -> None:
     table.add_column(judged, no_wrap=True)
     # an id is never split over lines: shortened in the middle to what the other columns leave
     room = max(console.width - len("catches") - len(judged) - 8, 16)
-    for bench_id, size in sorted(detectable.items()):
-        name = shorten_middle(printable(bench_id), room)
+    ordered = sorted(detectable.items())
+    names = shorten_unique([printable(bench_id) for bench_id, _ in ordered], room)  # (ids that differ stay apart)
+    for name, (_, size) in zip(names, ordered, strict=True):
         table.add_row(name, f"{size:.1%}", "no" if size > args.threshold else "yes")
     console.print(table)
     above = sum(1 for d in detectable.values() if d > args.threshold)

@@ -96,16 +96,14 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
 
 
 def _fresh_cost(state) -> str:
-    """What a save's fresh processes measured and cost (--bench-save-processes), for its line."""
+    """What a save's fresh processes measured and cost (--bench-save-processes, and --bench-confirm's
+    where the run compared too), for its line."""
     fresh = [r for r in state.records.values() if r.confirm]
     if not fresh:
         return ""
     processes = max(len(r.confirm) for r in fresh)
     seconds = sum(r.sampling.confirm_s for r in fresh if r.sampling is not None)
-    return (
-        f"; {len(fresh)} of them measured in {processes} fresh process(es) too, {seconds:.1f} s "
-        "(--bench-save-processes)"
-    )
+    return f"; {len(fresh)} of them measured in {processes} fresh process(es) too, {seconds:.1f} s"
 
 
 def _write_reports(state, say, error, config) -> None:

@@ -24,10 +24,18 @@ def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) 
         decision = ab.decision
         where = f"{ab.ref} ({str(ab.sha)[:10]})"
         interpreted = "interpreter" in (record.timer, reference.get("timer"))
-        if interpreted and ab.reference is not None and ab.reference_outcome == "passed":
-            # CPU time of Python emulating a GPU says nothing about the kernel (lead.py measures it
-            # here alone): the kernel figures of both sides only
-            verdicts[record.id] = untimed_verdict(record.id, kernels, "timed in the Triton interpreter")
+        if (
+            interpreted
+            and ab.reference is not None
+            and (decision is not None or reference.get("timer") == record.timer)
+        ):
+            # CPU time of Python emulating a GPU says nothing about the kernel (lead.py times it
+            # here alone): the kernel figures of both sides only (timers that differ: NEW below)
+            verdict = untimed_verdict(record.id, kernels, "timed in the Triton interpreter")
+            if ab.reference_outcome not in (None, "passed"):
+                why = f": {ab.reference_error}" if ab.reference_error else ""
+                verdict = replace(verdict, notes=(*verdict.notes, f"the test {ab.reference_outcome} at {where}{why}"))
+            verdicts[record.id] = verdict
             continue
         if decision is None:
             notes = (f"not compared with {where}: {ab.unpaired or 'not measured there'}", *kernels.notes)

@@ -83,7 +83,12 @@ def describe_change(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 def _figure(kernel: dict, key: str) -> float | None:
     value = kernel.get(key)
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    try:
+        return float(value)
+    except OverflowError:  # (an integer past a float's range, in a hand-edited baseline)
+        return None
 
 
 def _cannot_launch(kernel: dict) -> str | None:

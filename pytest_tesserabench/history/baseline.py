@@ -242,8 +242,9 @@ class Outlying:
         """Which run the figure says was disturbed, in words."""
         if self.crowded is not None:
             return (
-                f"{self.crowded}: a multi-threaded benchmark's threads waited for CPUs other processes held; save and "
-                "compare with --bench-threads=1 to measure it on one, or record again on a quiet runner"
+                f"{self.crowded}: a multi-threaded benchmark's threads waited for CPUs other processes held; record "
+                "a new baseline under --bench-threads=1 and compare with it (one thread: no waiting), or record again "
+                "on a quiet runner"
             )
         if self.against == "run":
             return (

@@ -111,11 +111,12 @@ class BaselineComparison:
 
     def describe(self) -> str:
         """'main (PATH, 3 run(s), measured in 9 processes; the timings of 3 benchmark(s), the figures
-        of 3 kernel(s) on sm_80, sm_90)': what the gate holds this run against, kernels and archs
-        named, since on a GPU-less runner they are what it judges exactly."""
-        newest = self.baseline.runs[-1].benchmarks.values() if self.baseline.runs else []
-        timed = sum(1 for r in newest if r.timing_gated)
-        kernels = {(k.get("name"), k.get("arch")) for r in newest for k in r.kernels if not k.get("error")}
+        of 3 kernel(s) on sm_80, sm_90)': what the gate holds this run against (over all its runs: a
+        save of some benchmarks, -k, keeps the others'), kernels and archs named, since on a
+        GPU-less runner they are what it judges exactly."""
+        records = [r for run in self.baseline.runs for r in run.benchmarks.values()]
+        timed = len({r.id for r in records if r.timing_gated})
+        kernels = {(k.get("name"), k.get("arch")) for r in records for k in r.kernels if not k.get("error")}
         archs = ", ".join(sorted({str(arch) for _, arch in kernels}))
         figures = f"the figures of {len({name for name, _ in kernels})} kernel(s) on {archs}" if kernels else ""
         if not self.same_machine:

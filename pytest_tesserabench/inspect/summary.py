@@ -61,9 +61,10 @@ def format_kernel_lines(records: Iterable[dict]) -> list[str]:
     return lines
 
 
-# The counts shown per IR level, in this order (those that are not zero): every count of
-# docs/static-analysis.md's table, so that extra work a change adds (a math op, an SFU
-# instruction, a second dot) shows where a GPU-less reader looks; --json has them all.
+# The counts shown per IR level, in this order (those that are not zero): the op and instruction
+# counts of docs/static-analysis.md's table and the PTX and SASS totals (not sizes, versions or
+# every op's total), so that extra work a change adds (a math op, an SFU instruction, a second
+# dot) shows where a GPU-less reader looks; --json has them all.
 _MIX = (
     (
         "TTIR",

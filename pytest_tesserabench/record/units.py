@@ -20,9 +20,11 @@ def format_ms(ms: float | None) -> str:
 
 
 def format_factor(ratio: float) -> str:
-    """A ratio as a factor: '1.23x', '0.05x', '473x', '12,400x' (never '5e+02x')."""
+    """A ratio as a factor: '1.23x', '0.05x', '473x', '12,400x', '1/25,000x' (never '5e+02x')."""
     if ratio >= 100:
         return f"{ratio:,.0f}x"
+    if 0 < ratio < 0.001:
+        return f"1/{1 / ratio:,.0f}x"
     return f"{ratio:.3g}x" if ratio >= 1 else f"{ratio:.2g}x"
 
 

@@ -166,7 +166,7 @@ def cpu_sharing_line(records, *, pool: int | None = None, cpus: int | None = Non
 def threads_beyond_line(records) -> str | None:
     """A line naming the benchmarks that kept more CPUs busy than --bench-threads gives them
     (BenchRecord.threads_beyond), with why and what to do; None when there are none."""
-    beyond = {r.id: r.threads_beyond() for r in records}
+    beyond = {r.id: r.threads_beyond() for r in records if r.timing_gated}
     beyond = {i: cpus for i, cpus in beyond.items() if cpus is not None}
     if not beyond:
         return None
@@ -243,7 +243,8 @@ def save_processes_line(draws: Mapping[str, int], processes: int) -> str:
             "measures them in its own process only (a new benchmark in fresh processes too)"
         )
     return (
-        f"tesserabench: each benchmark is also measured in {processes} fresh process(es) (a process's own bias, "
+        f"tesserabench: each timed benchmark (not an interpreted kernel) is also measured in {processes} fresh "
+        "process(es) (a process's own bias, "
         f"for the baseline) until the baseline holds {enough} draws of it: about this run's measuring time more "
         "per process (--bench-save-processes)"
     )

@@ -286,3 +286,25 @@ def test_a_record_keeps_the_function_it_measured_and_refuses_one_that_is_not_tex
     assert kept.function == "json.dumps" and kept.to_json()["function"] == "json.dumps"
     with pytest.raises(ValueError, match=r"t\.py::x.*function"):
         RunDocument.from_json({"benchmarks": {"t.py::x": {**record, "function": 3}}})
+
+
+def test_the_header_names_every_benchmark_and_kernel_the_baseline_holds_not_its_newest_run_s():
+    # two full saves, then one of a single benchmark (-k): the gate still judges all three
+    from pytest_tesserabench.history.baseline import Baseline
+    from pytest_tesserabench.history.comparison import BaselineComparison
+    from pytest_tesserabench.options import Settings
+
+    kernel = {"name": "k", "arch": "sm_90", "occupancy": 0.5}
+    full = {
+        "t.py::a": {"timer": "cpu", "rounds_ms": [1.0] * 5},
+        "t.py::b": {"timer": "cpu", "rounds_ms": [2.0] * 5},
+        "t.py::k": {"timer": "interpreter", "rounds_ms": [80.0] * 3, "kernels": [kernel]},
+    }
+    runs = [RunDocument.from_json({"benchmarks": full})] * 2
+    runs.append(RunDocument.from_json({"benchmarks": {"t.py::a": full["t.py::a"]}}))
+    baseline = Baseline("main", "cpu-x", runs)
+    settings = Settings(enabled=True, compare="main")
+    said = BaselineComparison(baseline, same_machine=True, settings=settings).describe()
+    assert said.endswith("3 run(s); the timings of 2 benchmark(s), the figures of 1 kernel(s) on sm_90)")
+    elsewhere = BaselineComparison(baseline, same_machine=False, settings=settings).describe()
+    assert elsewhere.endswith("; the figures of 1 kernel(s) on sm_90 only (another machine))")

@@ -239,3 +239,16 @@ def test_show_names_the_kernels_whose_figures_the_baseline_gates(tmp_path, capsy
     save_run(tmp_path / "plain", "main", KEY, make_run(np.random.default_rng(0)))
     assert main(["show", "main", "--dir", str(tmp_path / "plain"), "--width", "200"]) == 0
     assert "Kernel figures" not in capsys.readouterr().out
+
+
+def test_show_keeps_ids_that_differ_apart_and_whole_on_one_line(tmp_path, capsys):
+    # two long ids that differ only in their middle, at 80 columns: shortened, never merged or split
+    ids = [f"tests/kernels/attention/flash/{way}/test_attention.py::test_fwd[causal-bf16-seq4096-head128-A]"
+           for way in ("forward", "backward")]  # fmt: skip
+    for k in range(3):
+        benchmarks = {i: {"timer": "cpu", "rounds_ms": [1.0 + 0.01 * k] * 5} for i in ids}
+        save_run(tmp_path / "baselines", "main", KEY, RunDocument.from_json({"benchmarks": benchmarks}))
+    assert main(["show", "main", "--dir", str(tmp_path / "baselines"), "--width", "80"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("tests/")]
+    assert len(rows) == 2 and len({row.split()[0] for row in rows}) == 2
+    assert all(len(row.rstrip()) <= 80 and row.split()[-1] in ("yes", "no") for row in rows)

@@ -467,6 +467,9 @@ def test_a_change_and_its_interval_read_in_one_form():
     assert text(0.674, 0.3, 1.501) == "0.67x [0.3x, 1.5x]"
     # a large factor in digits, never as an exponent (5e+02x)
     assert text(473.2, 347.0, 12400.0) == "473x [347x, 12,400x]"
+    from pytest_tesserabench.record.units import format_factor
+
+    assert format_factor(0.00004) == "1/25,000x" and format_factor(0.013) == "0.013x"
 
 
 def test_a_baseline_process_timed_on_a_busy_machine_is_left_out_of_the_noise():

@@ -100,3 +100,34 @@ def test_ref_and_now_are_each_sides_processes_as_the_change_is_and_not_their_rou
         ab=ABResult.from_json(data, "ab"),
     )  # fmt: skip
     assert ab_verdicts([unaligned], 0.05, machine={})[unaligned.id].baseline_ms == pytest.approx(1.0)
+
+
+def _interpreted(reference_timer="interpreter", outcome="passed", spills=64):
+    kernel = {"name": "k", "arch": "sm_90", "num_warps": 4, "num_stages": 3, "occupancy": 0.5}
+    data = {
+        "ref": "main",
+        "sha": "a" * 40,
+        "unpaired": (
+            "timed by the interpreter timer, whose timings are never judged"
+            if reference_timer == "interpreter"
+            else f"timers differ ({reference_timer} at the reference, interpreter here)"
+        ),
+        "reference": {"timer": reference_timer, "rounds_ms": [], "kernels": [{**kernel, "spill_bytes": 0}]},
+        "reference_outcome": outcome,
+        "reference_error": "AssertionError: boom" if outcome == "failed" else None,
+    }
+    return BenchRecord(
+        nodeid="t.py::test", name=None, group="t.py", timer="interpreter", rounds_ms=[80.0], stats=None,
+        kernels=[{**kernel, "spill_bytes": spills}], ab=ABResult.from_json(data, "ab"),
+    )  # fmt: skip
+
+
+def test_an_interpreted_call_timed_here_alone_is_judged_by_both_sides_kernel_figures():
+    verdict = ab_verdicts([_interpreted()], 0.05, machine={})["t.py::test"]
+    assert verdict.status == "REGRESSED" and "kernel k (sm_90): spills 0 B -> 64 B" in verdict.reasons
+    # a reference test that failed after its call still has its figures: gated, and the failure said
+    failed = ab_verdicts([_interpreted(outcome="failed")], 0.05, machine={})["t.py::test"]
+    assert failed.status == "REGRESSED" and "the test failed at main (aaaaaaaaaa): AssertionError: boom" in failed.notes
+    # timers that differ (a Triton kernel replaced by torch): not compared, and why
+    other = ab_verdicts([_interpreted(reference_timer="cpu")], 0.05, machine={})["t.py::test"]
+    assert other.status == "NEW" and "not compared with main (aaaaaaaaaa): timers differ" in other.notes[0]
