@@ -910,6 +910,41 @@ MUTATIONS = (
         "[counters] + [None] * (len(records) - 1)",
         ("tests/plugin/test_fixture.py",),
     ),
+    Mutation(
+        "the summary names a benchmark past --bench-threads",
+        TERMINAL,
+        "    if beyond:\n        terminalreporter.write_line(beyond, yellow=True)\n",
+        "",
+        ("tests/plugin/test_threads.py",),
+    ),
+    Mutation(
+        "A/B times the interpreter's timings in the lead alone",
+        "pytest_tesserabench/ab/lead.py",
+        "if unpaired is None and timer.name in UNGATED_TIMERS:",
+        "if False:",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "A/B's other served processes warm up like their side's first",
+        "pytest_tesserabench/ab/lead.py",
+        "process.warm_up(cpu, like=leader)",
+        "process.warm_up(cpu)",
+        ("tests/plugin/test_ab.py",),
+    ),
+    Mutation(
+        "a baseline keeps its kernels' work figures",
+        "pytest_tesserabench/record/results.py",
+        "            (kept.setdefault(outer[0], {}) if outer else kept)[key] = source[key]\n",
+        "            pass\n",
+        ("tests/gate/test_kernel_gate.py",),
+    ),
+    Mutation(
+        "the suite line reads the canaries of every benchmark",
+        "pytest_tesserabench/gate/pipeline.py",
+        "            canary_records=records,\n",
+        "",
+        ("tests/gate/test_conditions.py",),
+    ),
 )
 
 

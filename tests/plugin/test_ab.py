@@ -118,7 +118,8 @@ def test_each_side_s_first_process_sizes_the_rounds_and_the_others_warm_up_brief
     monkeypatch.setenv("WARM_LOG", str(log))
     repo.makeconftest(WARM_LOG)
     commit(repo.path, "log the warm-ups")
-    result = repo.runpytest("--bench-ab=main", *ARGS, "--bench-ab-processes=4")
+    # (in a subprocess: the conftest patches the sampling module of the process that imports it)
+    result = repo.runpytest_subprocess("--bench-ab=main", *ARGS, "--bench-ab-processes=4")
     result.assert_outcomes(passed=3)
     warm = log.read_text().split()
     assert (warm.count("full"), warm.count("like")) == (3 * 2, 3 * 6)  # per call: 1 + 3 on each side
