@@ -76,11 +76,15 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                     for bench_id, size in worst[:5]
                 )
                 more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
+                kernels = {k.get("name") for r in state.records.values() for k in r.kernels if not k.get("error")}
+                exact = (
+                    f"; the figures of {len(kernels)} kernel(s) are compared exactly all the same" if kernels else ""
+                )
                 say(
                     f"tesserabench: on this machine the gate can catch slowdowns of {settings.threshold:.0%} in "
                     f"{timed - len(worst)} of {timed} timed benchmark(s); not in {named}{more} "
                     "(their comparisons end INCONCLUSIVE below that). More saves, a "
-                    f"quieter runner, or --bench-ab=REF; `tesserabench show {settings.save}` lists them all",
+                    f"quieter runner, or --bench-ab=REF; `tesserabench show {settings.save}` lists them all{exact}",
                     yellow=True,
                 )
             for far in outlying:

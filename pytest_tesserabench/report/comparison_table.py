@@ -170,12 +170,19 @@ def render_comparison(verdicts: Mapping[str, Verdict], *, color: bool = False, *
     return as_text(comparison_lines(verdicts, **kwargs), color=color)
 
 
+# A move of the canary smaller than this says nothing either way: on a shared VM its readings in
+# the processes of one save, half a minute apart, spread by several percent.
+CANARY_STEADY = 0.02
+
+
 def canary_line(ratio: float) -> str:
     """The canary's time against the baseline's (gate.model.machine_ratio: below 1, a faster
     machine), said both ways so that 0.98x cannot read as slower."""
     change = ratio - 1.0
     if round(change, 3) == 0:
         how = "the same time: as fast a machine"
+    elif abs(change) < CANARY_STEADY:
+        how = f"{change:+.1%}: about as fast a machine (the canary reads {CANARY_STEADY:.0%} apart from run to run)"
     elif change < 0:
         how = f"{-change:.1%} less time: a faster machine"
     else:

@@ -260,9 +260,15 @@ def header_lines(state, interpret_switch) -> list[str]:
     device = f"{info.get('device')} ({info.get('arch')})"
     pools = f"; thread pools {settings.threads} (--bench-threads)" if settings.threads is not None else ""
     lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{pools}"]
+    otherwise = measured_otherwise_lines(state)
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
-        reach = reach_line(state.comparison.reach(processes=1 + settings.confirm), settings.threshold)
+        # (what the baseline lets the gate see means nothing where no timing can be judged)
+        reach = (
+            None
+            if otherwise
+            else reach_line(state.comparison.reach(processes=1 + settings.confirm), settings.threshold)
+        )
         if reach:
             lines.append(reach)
     if settings.save is not None and settings.save_processes > 0 and state.reference is None:
@@ -274,6 +280,20 @@ def header_lines(state, interpret_switch) -> list[str]:
         )
     elif state.passes_not_possible is not None:
         lines.append(f"tesserabench: one pass over the benchmark tests: {state.passes_not_possible}")
+    lines += otherwise
+    if state.reference is not None:
+        processes = settings.ab_processes
+        served = f"{processes} served processes per side" if processes > 1 else "one served process per side"
+        lines.append(f"tesserabench: A/B, {state.reference.describe()}, {served}, worktree {state.reference.path}")
+        lines.append(ab_conditions_line())
+    return lines
+
+
+def measured_otherwise_lines(state) -> list[str]:
+    """The header's warnings, before anything is measured, where this run measures otherwise than
+    the baseline's runs (other passes, another --bench-threads): gate.conditions.passes_differ then
+    leaves every timing verdict INCONCLUSIVE."""
+    settings, lines = state.settings, []
     theirs = state.comparison.passes() if state.comparison is not None and state.comparison.same_machine else []
     ours = state.passes.total if state.passes is not None else 1
     if theirs and theirs != [ours]:  # (gate.conditions.passes_differ makes every timing verdict INCONCLUSIVE)
@@ -296,11 +316,6 @@ def header_lines(state, interpret_switch) -> list[str]:
             f"under {pools(ours)}: no timing can be judged against them (kernel figures still are); "
             + conditions.SAME_THREADS
         )
-    if state.reference is not None:
-        processes = settings.ab_processes
-        served = f"{processes} served processes per side" if processes > 1 else "one served process per side"
-        lines.append(f"tesserabench: A/B, {state.reference.describe()}, {served}, worktree {state.reference.path}")
-        lines.append(ab_conditions_line())
     return lines
 
 
@@ -356,7 +371,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     for line in lines:
         terminalreporter.write_line(line.text, **line.markup())
 
-    sharing = cpu_sharing_line(state.records.values(), pool=threads.torch_threads())
+    # (A/B's served processes measure with one thread, whatever the lead's pool)
+    pool = threads.torch_threads() if state.reference is None else None
+    sharing = cpu_sharing_line(state.records.values(), pool=pool)
     if sharing:  # even under -q: it says how far the figures can be trusted
         terminalreporter.write_line(sharing, yellow=True)
     beyond = threads_beyond_line(state.records.values())

@@ -307,9 +307,11 @@ def test_a_comparison_under_another_bench_threads_gives_no_timing_verdict(projec
         ]
     )
     assert "could catch" not in result.stdout.str()
+    assert "against it the gate catches" not in result.stdout.str()  # (what it could see: nothing is judged)
     records = json.loads((pytester.path / "run.json").read_text())["benchmarks"].values()
     timed = [r for r in records if r["verdict"]["status"] != "NOT_GATED"]
     assert timed and all(r["verdict"]["status"] == "INCONCLUSIVE" for r in timed)
     assert all("same --bench-threads" in r["verdict"]["hint_text"] for r in timed)
     result = pytester.runpytest("--bench-compare=main", *ARGS)  # alike: nothing said
     assert "thread pools at" not in result.stdout.str() and "WARNING" not in result.stdout.str()
+    assert "against it the gate catches" in result.stdout.str()  # (here it is said, as the baseline is noisy)
