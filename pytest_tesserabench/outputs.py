@@ -87,6 +87,11 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                     f"quieter runner, or --bench-ab=REF; `tesserabench show {settings.save}` lists them all{exact}",
                     yellow=True,
                 )
+            for bench_id, (times, typical) in (state.left_out(path) if saved else {}).items():
+                say(
+                    f"tesserabench: {_left_out_line(bench_id, times, typical, state.records.get(bench_id))}",
+                    yellow=True,
+                )
             for far in outlying:
                 what = {"runs": "its runs' median", "run": "the earlier run's", "fresh": "its fresh processes' median"}
                 factor = format_factor(far.ratio)
@@ -97,6 +102,23 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                     yellow=True,
                 )
     return failed
+
+
+def _left_out_line(bench_id: str, times: list[float], typical: float, record) -> str:
+    """A save's word on processes the baseline leaves out, far from the others: a compare that reads
+    the benchmark there fails it, so the reason matters now, not in CI."""
+    read = ", ".join(format_ms(ms) for ms in times)
+    head = (
+        f"{printable(bench_id)}: {len(times)} of the baseline's processes read {read}, far from its others "
+        f"({format_ms(typical)}), and are left out of it: a compare that reads it there fails it"
+    )
+    cpus = record.own_cpus() if record is not None else 0.0
+    if cpus >= 1.5:  # (as gate.conditions reads a multi-threaded benchmark)
+        return (
+            f"{head}. It kept {cpus:.1f} CPUs busy: a multi-threaded benchmark on a shared machine can read at two "
+            "levels with nothing changed; a baseline under --bench-threads=1 (compared with it) measures it on one"
+        )
+    return f"{head}; unless the machine was busy then, record again and `tesserabench show` the runs"
 
 
 def _fresh_cost(state) -> str:

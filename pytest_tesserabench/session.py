@@ -50,6 +50,7 @@ class BenchSession:
         self.status = None  # report.progress.StatusLine while measuring on a terminal
         self.process_pool = None  # processes.fresh.ProcessPool: a save's fresh processes, or --bench-confirm's
         self._save_draws: dict[str, int] | None = None  # baseline.process_draws of the --bench-save baseline
+        self._saved: tuple = (None, None)  # (path, gate.pipeline.History) of the baseline this run saved
 
     # -- before measuring --------------------------------------------------------------------------
     def open_baselines(self) -> str | None:
@@ -209,12 +210,26 @@ class BenchSession:
         threshold on this machine: id -> the smallest slowdown it catches (gate.pipeline
         History.detectable), for those whose is above --bench-threshold; the baseline's timed
         benchmarks)."""
+        history = self._saved_history(path)
+        if history is None:
+            return {}, 0
+        detectable = history.detectable(processes=1 + self.settings.confirm)
+        return {i: d for i, d in detectable.items() if d > history.config.threshold}, len(detectable)
+
+    def left_out(self, path: Path) -> dict[str, tuple[list[float], float]]:
+        """The benchmarks some of whose processes the baseline just saved at ``path`` leaves out,
+        far from its others (gate.pipeline History.left_out_times): id -> (their times, ms; the
+        median of the processes kept). A compare that reads one there fails it."""
+        history = self._saved_history(path)
+        return history.left_out_times() if history is not None else {}
+
+    def _saved_history(self, path: Path):
+        """The gate's view (gate.pipeline.History) of the baseline saved at ``path``, built once."""
         from pytest_tesserabench.gate import GateConfig
         from pytest_tesserabench.gate.pipeline import History
 
-        saved = baseline.load_baseline(path, machine_key=self.context.machine_key)
-        if saved is None or not saved.runs:
-            return {}, 0
-        config = GateConfig(alpha=self.settings.alpha, threshold=self.settings.threshold)
-        detectable = History.of(saved.runs, config).detectable(processes=1 + self.settings.confirm)
-        return {i: d for i, d in detectable.items() if d > config.threshold}, len(detectable)
+        if self._saved[0] != path:
+            saved = baseline.load_baseline(path, machine_key=self.context.machine_key)
+            config = GateConfig(alpha=self.settings.alpha, threshold=self.settings.threshold)
+            self._saved = (path, History.of(saved.runs, config) if saved is not None and saved.runs else None)
+        return self._saved[1]

@@ -464,3 +464,37 @@ def test_a_served_process_gives_the_gpu_memory_its_test_cached_back(monkeypatch,
     monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
     serve.release_device_memory()
     assert emptied == ([1] if initialized else [])
+
+
+def test_a_save_names_the_processes_its_baseline_leaves_out(pytester, monkeypatch):
+    # save 2's own process read b 30% slower (a busy moment): once the baseline holds enough
+    # processes to leave it out, the save says so, since a compare that reads b there fails it
+    pytester.makepyfile(test_kernels=WORKLOAD)
+    outputs = []
+    for run in range(3):
+        monkeypatch.setenv("RUN", str(run))
+        if run == 1:
+            monkeypatch.setenv("SLOWER_HERE_b", "1.3")
+        else:
+            monkeypatch.delenv("SLOWER_HERE_b", raising=False)
+        result = pytester.runpytest("--bench-save=main", *ARGS)
+        result.assert_outcomes(passed=3)
+        outputs.append(result.stdout.str())
+    assert "left out of it" not in outputs[0]  # (three processes: too few to leave one out)
+    for output in outputs[1:]:  # said at every save while the baseline keeps it
+        (line,) = [line for line in output.splitlines() if "left out of it" in line]
+        assert line.startswith("tesserabench: test_kernels.py::test_work[b]: 1 of the baseline's processes read 2.")
+        assert "a compare that reads it there fails it; unless the machine was busy then" in line
+
+
+def test_a_multithreaded_benchmark_left_out_of_its_baseline_gets_the_thread_advice():
+    from pytest_tesserabench.outputs import _left_out_line
+
+    sampling = Sampling(own_cpu_s=2.0, others_wall_s=1.0)  # two threads' CPU time over the rounds' wall time
+    two = BenchRecord("t.py::x", None, "t.py::x", "cpu", [0.007], None, sampling=sampling)
+    line = _left_out_line("t.py::x", [0.00866, 0.00836], 0.00688, two)
+    assert line.startswith(
+        "t.py::x: 2 of the baseline's processes read 8.66 µs, 8.36 µs, far from its others (6.88 µs)"
+    )
+    assert "It kept 2.0 CPUs busy" in line and "--bench-threads=1" in line
+    assert "--bench-threads" not in _left_out_line("t.py::x", [0.00866], 0.00688, None)
