@@ -939,6 +939,13 @@ MUTATIONS = (
         ("tests/gate/test_kernel_gate.py",),
     ),
     Mutation(
+        "a save names the processes its baseline leaves out",
+        "pytest_tesserabench/outputs.py",
+        "(state.left_out(path) if saved else {}).items()",
+        "{}.items()",
+        (CONFIRM,),
+    ),
+    Mutation(
         "the suite line reads the canaries of every benchmark",
         "pytest_tesserabench/gate/pipeline.py",
         "            canary_records=records,\n",
