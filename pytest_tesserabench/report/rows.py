@@ -46,7 +46,9 @@ def notes(record: BenchRecord, *, timer_shown: bool = False) -> list[str]:
     """Short facts about a record worth a reader's attention."""
     out = []
     if record.outcome == "failed" and not (record.verdict and record.verdict.failed):
-        out.append("its test failed")  # measured, then failed for its own reasons: not saved
+        # measured, then its test failed (an assertion, or another row's verdict): not saved, and
+        # not this row's doing, which a reader of a failed test's rows must not take it for
+        out.append("its test failed, not on this row's verdict")
     if record.timer == "interpreter":
         out.append("interpreter, not gated")
     elif record.timer != "cpu" and not timer_shown:

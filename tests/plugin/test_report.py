@@ -340,7 +340,7 @@ def test_a_record_whose_test_failed_for_its_own_reasons_says_so():
     from pytest_tesserabench.report.rows import notes
 
     measured = replace(record("t.py::test_k", None, 1.0), outcome="failed")  # an assertion after bench()
-    assert "its test failed" in notes(measured)
+    assert "its test failed, not on this row's verdict" in notes(measured)
     regressed = replace(measured, verdict=Verdict(id=measured.id, status="REGRESSED", severity="severe"))
     assert "its test failed" not in notes(regressed)  # its verdict says why already
     assert "its test failed" not in notes(replace(measured, outcome="passed"))
