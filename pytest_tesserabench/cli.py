@@ -26,6 +26,7 @@ from pytest_tesserabench.history.baseline import (
 )
 from pytest_tesserabench.machine.interpret import FP_FUSION_ENV
 from pytest_tesserabench.options import parse_count, parse_fraction, parse_lock_timeout, parse_name, parse_percent
+from pytest_tesserabench.record.results import analysed_kernels, kernels_text
 from pytest_tesserabench.record.units import format_started
 from pytest_tesserabench.report.commands import (
     BASELINES_HELP,
@@ -325,13 +326,11 @@ def _show(args: argparse.Namespace, out, err) -> int:
 def _print_kernels(console, runs) -> None:
     """The kernels whose static figures the baseline holds (over its runs): what a compare gates
     exactly, with no statistics, even on a GPU-less runner."""
-    records = [r for run in runs for r in run.benchmarks.values()]  # (a -k save keeps the others')
-    kernels = {(k.get("name"), k.get("arch")) for r in records for k in r.kernels if not k.get("error")}
+    kernels = analysed_kernels(r for run in runs for r in run.benchmarks.values())  # (a -k save keeps the others')
     if kernels:
-        names = sorted({str(name) for name, _ in kernels})
-        archs = ", ".join(sorted({str(arch) for _, arch in kernels}))
+        names = sorted({name for name, _ in kernels})
         console.print(
-            f"Kernel figures of {len(names)} kernel(s) on {archs} ({', '.join(printable(n) for n in names)}): "
+            f"Kernel figures of {kernels_text(kernels)} ({', '.join(printable(n) for n in names)}): "
             "compared exactly, without statistics (spills and occupancy gated; registers, shared memory and "
             "the work the kernel holds noted)"
         )

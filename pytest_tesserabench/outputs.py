@@ -11,8 +11,10 @@ import math
 import os
 import stat
 
+from pytest_tesserabench.gate.config import GateConfig
 from pytest_tesserabench.history.baseline import BaselineError, BaselineLocked
 from pytest_tesserabench.record import files
+from pytest_tesserabench.record.results import analysed_kernels, kernels_text
 from pytest_tesserabench.record.units import format_factor, format_ms
 from pytest_tesserabench.report.csv_report import csv_text
 from pytest_tesserabench.report.markdown_report import markdown_summary
@@ -76,10 +78,8 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                     for bench_id, size in worst[:5]
                 )
                 more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
-                kernels = {k.get("name") for r in state.records.values() for k in r.kernels if not k.get("error")}
-                exact = (
-                    f"; the figures of {len(kernels)} kernel(s) are compared exactly all the same" if kernels else ""
-                )
+                kernels = analysed_kernels(state.records.values())
+                exact = f"; the figures of {kernels_text(kernels)} are compared exactly all the same" if kernels else ""
                 say(
                     f"tesserabench: on this machine the gate can catch slowdowns of {settings.threshold:.0%} in "
                     f"{timed - len(worst)} of {timed} timed benchmark(s); not in {named}{more} "
@@ -113,7 +113,7 @@ def _left_out_line(bench_id: str, times: list[float], typical: float, record) ->
         f"({format_ms(typical)}), and are left out of it: a compare that reads it there fails it"
     )
     cpus = record.own_cpus() if record is not None else 0.0
-    if cpus >= 1.5:  # (as gate.conditions reads a multi-threaded benchmark)
+    if cpus >= 1 + GateConfig().crowded_cpus:  # (a multi-threaded benchmark, as gate.conditions reads one)
         return (
             f"{head}. It kept {cpus:.1f} CPUs busy: a multi-threaded benchmark on a shared machine can read at two "
             "levels with nothing changed; a baseline under --bench-threads=1 (compared with it) measures it on one"

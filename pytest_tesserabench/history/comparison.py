@@ -13,7 +13,7 @@ from pathlib import Path
 
 from pytest_tesserabench.history import baseline as baselines
 from pytest_tesserabench.options import Settings
-from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Verdict, analysed_kernels, kernels_text
 
 
 class BaselineComparison:
@@ -82,18 +82,10 @@ class BaselineComparison:
     def path(self) -> Path | None:
         return self.baseline.path
 
-    def passes(self) -> list[int]:
-        """The numbers of interleaved passes the baseline's runs measured their gated timings in,
-        sorted (a record timed in the interpreter is measured once whatever the passes, and never
-        gated: it says nothing about them)."""
-        return self._measured("passes")
-
-    def threads(self) -> list[int]:
-        """The --bench-threads the baseline's runs measured their gated timings under, sorted (0:
-        thread pools as the process had them)."""
-        return self._measured("threads")
-
-    def _measured(self, setting: str) -> list[int]:
+    def measured_with(self, setting: str) -> list[int]:
+        """The values of a Sampling ``setting`` (passes, threads: gate.conditions.MEASURED_OTHERWISE)
+        the baseline's runs measured their gated timings with, sorted (a record timed in the
+        interpreter is measured once whatever the passes, and never gated: it says nothing)."""
         return sorted(
             {
                 getattr(r.sampling, setting)
@@ -116,9 +108,8 @@ class BaselineComparison:
         GPU-less runner they are what it judges exactly."""
         records = [r for run in self.baseline.runs for r in run.benchmarks.values()]
         timed = len({r.id for r in records if r.timing_gated})
-        kernels = {(k.get("name"), k.get("arch")) for r in records for k in r.kernels if not k.get("error")}
-        archs = ", ".join(sorted({str(arch) for _, arch in kernels}))
-        figures = f"the figures of {len({name for name, _ in kernels})} kernel(s) on {archs}" if kernels else ""
+        kernels = analysed_kernels(records)
+        figures = f"the figures of {kernels_text(kernels)}" if kernels else ""
         if not self.same_machine:
             what = f"{figures or 'kernel figures'} only (another machine)"
         else:

@@ -612,6 +612,17 @@ KERNEL_WORK = (
 )
 
 
+def analysed_kernels(records) -> set[tuple[str, str]]:
+    """(name, arch) of every kernel whose static figures ``records`` hold (not one that failed to
+    compile): what a comparison gates exactly, without statistics."""
+    return {(str(k.get("name")), str(k.get("arch"))) for r in records for k in r.kernels if not k.get("error")}
+
+
+def kernels_text(kernels: set[tuple[str, str]]) -> str:
+    """'3 kernel(s) on sm_80, sm_90' for analysed_kernels' pairs."""
+    return f"{len({name for name, _ in kernels})} kernel(s) on {', '.join(sorted({arch for _, arch in kernels}))}"
+
+
 def _baseline_kernel(kernel: dict) -> dict:
     kept = {k: kernel[k] for k in BASELINE_KERNEL_KEYS if k in kernel}
     for _, path in KERNEL_WORK:
@@ -753,14 +764,15 @@ class BenchRecord:
             return 0.0
         return self.sampling.own_cpu_s / self.sampling.others_wall_s
 
-    def threads_beyond(self) -> float | None:
-        """The CPUs this benchmark kept busy where that is half a CPU or more past the
-        --bench-threads its rounds were taken under, else None: threads the test sizes itself (a
-        ``workers=`` argument, threadpoolctl, a thread pool of its own), which the option cannot
-        limit, so the benchmark stays exposed to a slow or shared CPU as the option meant it not to be."""
+    def threads_beyond(self, margin: float) -> float | None:
+        """The CPUs this benchmark kept busy where that is ``margin`` CPUs or more past the
+        --bench-threads its rounds were taken under (GateConfig.crowded_cpus), else None: threads
+        the test sizes itself (a ``workers=`` argument, threadpoolctl, a thread pool of its own),
+        which the option cannot limit, so the benchmark stays exposed to a slow or shared CPU as the
+        option meant it not to be."""
         threads = self.sampling.threads if self.sampling is not None else 0
         cpus = self.own_cpus()
-        return cpus if threads and cpus >= threads + 0.5 else None
+        return cpus if threads and cpus >= threads + margin else None
 
     @property
     def timing_gated(self) -> bool:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_tesserabench.gate.conditions import sharing
+from pytest_tesserabench.gate.config import GateConfig
 from pytest_tesserabench.record.results import BenchRecord
 from pytest_tesserabench.record.units import format_factor, format_gbps, format_ms, format_tflops
 from pytest_tesserabench.report.safe_text import printable
@@ -57,7 +58,7 @@ def notes(record: BenchRecord, *, timer_shown: bool = False) -> list[str]:
         out.append("noisy")
     if cpu_shared(record):
         out.append("CPU shared")
-    beyond = record.threads_beyond()
+    beyond = record.threads_beyond(GateConfig().crowded_cpus)
     if beyond is not None:
         out.append(f"{beyond:.1f} CPUs busy")
     for target in record.targets:

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from pytest_tesserabench.gate.config import GateConfig
 from pytest_tesserabench.history import baseline
 from pytest_tesserabench.history.timeline import creeping
 from pytest_tesserabench.inspect.summary import format_kernel_lines
@@ -166,7 +167,8 @@ def cpu_sharing_line(records, *, pool: int | None = None, cpus: int | None = Non
 def threads_beyond_line(records) -> str | None:
     """A line naming the benchmarks that kept more CPUs busy than --bench-threads gives them
     (BenchRecord.threads_beyond), with why and what to do; None when there are none."""
-    beyond = {r.id: r.threads_beyond() for r in records if r.timing_gated}
+    margin = GateConfig().crowded_cpus  # (past --bench-threads as a multi-threaded benchmark is past one CPU)
+    beyond = {r.id: r.threads_beyond(margin) for r in records if r.timing_gated}
     beyond = {i: cpus for i, cpus in beyond.items() if cpus is not None}
     if not beyond:
         return None
@@ -291,31 +293,22 @@ def header_lines(state, interpret_switch) -> list[str]:
 
 def measured_otherwise_lines(state) -> list[str]:
     """The header's warnings, before anything is measured, where this run measures otherwise than
-    the baseline's runs (other passes, another --bench-threads): gate.conditions.passes_differ then
-    leaves every timing verdict INCONCLUSIVE."""
-    settings, lines = state.settings, []
-    theirs = state.comparison.passes() if state.comparison is not None and state.comparison.same_machine else []
-    ours = state.passes.total if state.passes is not None else 1
-    if theirs and theirs != [ours]:  # (gate.conditions.passes_differ makes every timing verdict INCONCLUSIVE)
-        from pytest_tesserabench.gate import conditions
+    the baseline's runs (gate.conditions.MEASURED_OTHERWISE: other passes, another
+    --bench-threads), which then leaves every timing verdict INCONCLUSIVE."""
+    comparison = state.comparison
+    if comparison is None or not comparison.same_machine:
+        return []
+    from pytest_tesserabench.gate import conditions
 
-        lines.append(
-            f"tesserabench: WARNING: the baseline's runs measured in {' or '.join(map(str, theirs))} pass(es), this "
-            f"run in {ours}: no timing can be judged against them (kernel figures still are); " + conditions.SAME_PASSES
-        )
-    theirs = state.comparison.threads() if state.comparison is not None and state.comparison.same_machine else []
-    ours = settings.threads or 0
-    if theirs and theirs != [ours]:  # (the same condition, for --bench-threads)
-        from pytest_tesserabench.gate import conditions
-
-        def pools(count: int) -> str:
-            return f"--bench-threads={count}" if count else "thread pools as the process had them"
-
-        lines.append(
-            f"tesserabench: WARNING: the baseline's runs measured under {' or '.join(map(pools, theirs))}, this run "
-            f"under {pools(ours)}: no timing can be judged against them (kernel figures still are); "
-            + conditions.SAME_THREADS
-        )
+    ours = {"passes": state.passes.total if state.passes is not None else 1, "threads": state.settings.threads or 0}
+    lines = []
+    for setting, note, hint in conditions.MEASURED_OTHERWISE:
+        theirs = comparison.measured_with(setting)
+        if theirs and theirs != [ours[setting]]:
+            lines.append(
+                f"tesserabench: WARNING: {note(ours[setting], theirs)}: no timing can be judged against them "
+                f"(kernel figures still are); {hint}"
+            )
     return lines
 
 

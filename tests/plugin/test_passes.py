@@ -257,8 +257,9 @@ def test_a_comparison_across_different_numbers_of_passes_gives_no_timing_verdict
     # said up front, before minutes of measuring, and as the hint of every timing verdict
     result.stdout.fnmatch_lines(
         [
-            "tesserabench: WARNING: the baseline's runs measured in 4 pass(es), this run in 1: no timing can be "
-            "judged against them (kernel figures still are); record the baseline and compare with the same *",
+            "tesserabench: WARNING: measured in 1 pass(es), the baseline's runs in 4: the two are centred "
+            "differently: no timing can be judged against them (kernel figures still are); record the baseline "
+            "and compare with the same *",
             "collected *",
         ]
     )
@@ -298,9 +299,9 @@ def test_a_comparison_under_another_bench_threads_gives_no_timing_verdict(projec
     result.assert_outcomes(passed=4)
     result.stdout.fnmatch_lines(
         [
-            "tesserabench: WARNING: the baseline's runs measured under thread pools as the process had them, this "
-            "run under --bench-threads=1: no timing can be judged against them (kernel figures still are); record "
-            "the baseline and compare with the same --bench-threads",
+            "tesserabench: WARNING: measured with thread pools at 1 (--bench-threads), the baseline's runs as the "
+            "process had them: no timing can be judged against them (kernel figures still are); record the "
+            "baseline and compare with the same --bench-threads",
             "*measured with thread pools at 1 (--bench-threads), the baseline's runs as the process had them*",
             "NOTHING JUDGED: *(not judged as this run measured it: its line says why)*; to judge them: record the "
             "baseline and compare with the same --bench-threads; --bench-unresolved=fail fails them",
