@@ -8,7 +8,9 @@ bimodal benchmark, slow stretches over a pass, a baseline save now and then on a
 on the 'busy moments' machines slow stretches that catch a benchmark's fresh processes together,
 on the 'unsteady' one a candidate run in which one benchmark in ten reads each pass and each fresh
 block slower by its own 0-40% (a multi-threaded benchmark while a shared VM's CPUs each slow now
-and then: no pass sees the machine as the saves did), and for the loaded machines a candidate
+and then: no pass sees the machine as the saves did), on the 'two-thread slow phases' one a
+two-thread benchmark whose runs, saves included, meet the machine's slow moments for parallel work
+(the pool canary beside it reads them too), and for the loaded machines a candidate
 run under a shared slowdown of 30-60% that the benchmarks take unalike (0.7-1.3 times it; 0.4-1.6
 times for 'loaded unalike'). Every run is judged as `tesserabench compare` judges a run file
 (gate.pipeline.judge_run: centres, the run-effect model, this run's shift, conditions, fresh
@@ -44,6 +46,7 @@ MACHINES = {
     "quiet, busy moments": Machine(fresh_stretch_rate=0.1),
     "loaded unalike, busy moments": Machine(loaded=(0.26, 0.47), response=(0.4, 1.6), fresh_stretch_rate=0.1),
     "quiet, unsteady": Machine(unsteady_rate=0.1),
+    "quiet, two-thread slow phases": Machine(slow_phase_rate=0.2),
 }
 
 

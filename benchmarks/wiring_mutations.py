@@ -364,7 +364,7 @@ MUTATIONS = (
     Mutation(
         "a crowded-out multi-threaded benchmark is not judged by its time",
         "pytest_tesserabench/gate/conditions.py",
-        "verdicts = crowded(records, cpu_shared(records, verdicts), baseline_runs, config or GateConfig())",
+        "verdicts = crowded(records, cpu_shared(records, verdicts), baseline_runs, config)",
         "verdicts = cpu_shared(records, verdicts)",
         ("tests/gate/test_conditions.py",),
     ),
@@ -951,6 +951,34 @@ MUTATIONS = (
         "            canary_records=records,\n",
         "",
         ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
+        "the conditions read the pool canary",
+        "pytest_tesserabench/gate/conditions.py",
+        "    verdicts = pool_slow(records, verdicts, baseline_runs, config)\n",
+        "",
+        ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
+        "a multi-threaded benchmark's passes take the pool canary",
+        "pytest_tesserabench/measure/sampling.py",
+        "                result.pool_canary_ms.append(pool)\n",
+        "                pass\n",
+        ("tests/plugin/test_sampling.py",),
+    ),
+    Mutation(
+        "passes pool their pool canaries",
+        "pytest_tesserabench/measure/passes.py",
+        "        pool_canary_ms=[c for part in parts for c in part.pool_canary_ms],\n",
+        "",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "a record keeps its pool canaries",
+        "pytest_tesserabench/measure/fixture.py",
+        "                pool_canary_ms=tuple(m.pool_canary_ms),\n",
+        "",
+        ("tests/plugin/test_passes.py",),
     ),
 )
 

@@ -28,8 +28,74 @@ def review(
     config: GateConfig | None = None,
 ):
     """The verdicts once the run's conditions are taken into account."""
-    verdicts = crowded(records, cpu_shared(records, verdicts), baseline_runs, config or GateConfig())
+    config = config or GateConfig()
+    verdicts = crowded(records, cpu_shared(records, verdicts), baseline_runs, config)
+    verdicts = pool_slow(records, verdicts, baseline_runs, config)
     return passes_differ(records, verdicts, baseline_runs)
+
+
+def pool_moved(record: BenchRecord, baseline_runs: list[RunDocument], config: GateConfig) -> float | None:
+    """How much slower (ratio) torch's thread pool ran at its fastest in this run than in the
+    baseline's runs (the median of theirs), after the passes of a multi-threaded benchmark
+    (measure/canary.py's pool canary); None where either side did not time it."""
+    if record.sampling is None or not record.sampling.pool_canary_ms:
+        return None
+    if not multi_threaded(record.id, baseline_runs, config):
+        return None
+    theirs = [
+        min(r.sampling.pool_canary_ms)
+        for run in baseline_runs
+        if (r := run.benchmarks.get(record.id)) is not None and r.sampling is not None and r.sampling.pool_canary_ms
+    ]
+    return min(record.sampling.pool_canary_ms) / statistics.median(theirs) if theirs else None
+
+
+def pool_slow(
+    records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument], config: GateConfig
+) -> dict[str, Verdict]:
+    """No slowdown decided for a multi-threaded benchmark while the machine was slow for parallel
+    work: the pool canary, timed after each of its passes, read torch's thread pool slower at its
+    fastest than the baseline's did, by as much as the benchmark's slowdown surely is (the lower
+    end of its interval). A benchmark that waits at every barrier for its slowest thread reads a
+    shared machine's slow moments for parallel work (a vCPU the host holds) as a slowdown, for
+    minutes at a time, its fresh processes too; a single-threaded canary and the other,
+    single-threaded benchmarks do not see them, and the pool's own call does. A slower code leaves
+    the pool canary where it was: its verdict stands."""
+    verdicts = dict(verdicts)
+    for record in records:
+        verdict = verdicts.get(record.id)
+        if verdict is None or verdict.status != "REGRESSED" or verdict.reasons or verdict.ci is None:
+            continue
+        moved = pool_moved(record, baseline_runs, config)
+        if moved is None or moved < verdict.ci[0]:
+            continue
+        note = (
+            f"torch's thread pool ran {(moved - 1) * 100:+.1f}% slower than in the baseline, at its fastest "
+            "in this run (the pool canary): the machine was slow for parallel work"
+        )
+        verdicts[record.id] = replace(
+            verdict,
+            status="INCONCLUSIVE",
+            stage=STAGE,
+            severity=None,
+            notes=(*verdict.notes, note),
+            hint_text=POOL_SLOW,
+        )
+    return verdicts
+
+
+def usual_cpus(bench_id: str, baseline_runs: list[RunDocument]) -> float | None:
+    """The CPUs the benchmark's process kept busy in the baseline (the median over its runs), or
+    None where no run measured it."""
+    usual = [run.benchmarks[bench_id].own_cpus() for run in baseline_runs if bench_id in run.benchmarks]
+    usual = [cpus for cpus in usual if cpus > 0]
+    return statistics.median(usual) if usual else None
+
+
+def multi_threaded(bench_id: str, baseline_runs: list[RunDocument], config: GateConfig) -> bool:
+    """Whether the benchmark kept ``1 + crowded_cpus`` CPUs or more busy in the baseline."""
+    had = usual_cpus(bench_id, baseline_runs)
+    return had is not None and had >= 1 + config.crowded_cpus
 
 
 def crowded_out(record: BenchRecord, baseline_runs: list[RunDocument], config: GateConfig) -> str | None:
@@ -39,11 +105,10 @@ def crowded_out(record: BenchRecord, baseline_runs: list[RunDocument], config: G
     scheduler's, not the machine's shared one: no timing decision for it (``crowded``), and no say
     in the run's shift for the others (gate.pipeline)."""
     margin = config.crowded_cpus
-    usual = [run.benchmarks[record.id].own_cpus() for run in baseline_runs if record.id in run.benchmarks]
-    usual = [cpus for cpus in usual if cpus > 0]
-    if not usual or record.own_cpus() <= 0:
+    had = usual_cpus(record.id, baseline_runs)
+    if had is None or record.own_cpus() <= 0:
         return None
-    had, got, others = statistics.median(usual), record.own_cpus(), record.others_cpus()
+    got, others = record.own_cpus(), record.others_cpus()
     if had < 1 + margin or got > had - margin or others < neighbours.SHARED_CPUS:
         return None
     return f"its threads got {got:.1f} CPUs, {had:.1f} in the baseline, while other processes kept {others:.1f} busy"
@@ -158,6 +223,10 @@ CROWDED = (
     "a multi-threaded benchmark whose threads other processes crowded out slows by what the scheduler "
     "makes of it, not by its code: compare on a quieter runner, with --bench-threads=1, or in one job "
     "with --bench-ab=REF"
+)
+POOL_SLOW = (
+    "compare again when the machine is steady, time it single-threaded (--bench-threads=1, which "
+    "dodges a slow CPU), or compare in one job with --bench-ab=REF"
 )
 SAME_THREADS = "record the baseline and compare with the same --bench-threads"
 SAME_PASSES = (

@@ -5,9 +5,16 @@ the project, so the ratio of this run's canary to the baseline's shows machine-w
 normalise the comparison. The work is fixed (no calibration: a calibrated loop would hide exactly
 the slowdown the canary exists to see) and single-threaded (sorting), so a BLAS thread pool or a
 core count does not change what it measures.
+
+The pool canary (``measure_pool_canary``) is the other kind: timed after each pass of a
+multi-threaded benchmark, on torch's thread pool as the benchmark had it, it reads the machine's
+slow moments for parallel work, which the single-threaded canary does not (gate/conditions.py).
 """
 
 from __future__ import annotations
+
+import statistics
+import time
 
 from pytest_tesserabench.measure.timing import CpuTimer
 
@@ -25,3 +32,33 @@ def measure_canary(samples: int = CANARY_SAMPLES) -> list[float]:
     np.sort(data, kind="quicksort")  # warm-up: page in the buffers, load the code
     # Timed as CPU benchmarks are (less the wait for a CPU), one call a sample: never calibrated.
     return CpuTimer(lambda: np.sort(data, kind="quicksort")).round(samples)
+
+
+# A benchmark whose rounds kept this many CPUs busy runs on a thread pool (a single-threaded one
+# reads 0.95-1.0, a two-thread torch one 1.9-2.0 on a quiet machine).
+POOL_CPUS = 1.5
+POOL_CALLS = 100  # timed calls of the pool canary (each a few microseconds to tens of them)
+_POOL_ELEMENTS = 1 << 17  # float32: four of torch's parallel grains (32768), so every thread of the pool works
+
+
+def measure_pool_canary() -> float | None:
+    """The median time (ms) of a fixed in-place add on torch's intra-op thread pool, as the
+    benchmark just measured had the pool (its threads), or None where torch is not loaded or its
+    pool has one thread. A multi-threaded benchmark waits at every barrier for its slowest thread,
+    so it reads a shared machine's slow moments for parallel work (a vCPU held by the host, not
+    counted as steal) that single-threaded work, the canary above included, does not see; the
+    pool's own sync-bound call reads the same moments. Taken after a pass of a benchmark that kept
+    ``POOL_CPUS`` or more busy, so the gate can tell such a moment from a slower code."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is None or torch.get_num_threads() < 2:
+        return None
+    data = torch.zeros(_POOL_ELEMENTS, dtype=torch.float32)
+    data.add_(1.0)  # warm-up: the pages, the pool's threads awake
+    times = []
+    for _ in range(POOL_CALLS):
+        start = time.perf_counter_ns()
+        data.add_(1.0)
+        times.append(time.perf_counter_ns() - start)
+    return statistics.median(times) / 1e6

@@ -254,6 +254,7 @@ class Bench:
                 passes=m.passes,
                 pass_rounds=tuple(m.pass_rounds),
                 threads=self._settings.threads or 0,
+                pool_canary_ms=tuple(m.pool_canary_ms),
             ),
             flops=flops,
             bytes=nbytes,

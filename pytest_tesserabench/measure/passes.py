@@ -127,6 +127,7 @@ def pooled(parts: list[sampling.Measurement], target_ci: float) -> sampling.Meas
         own_cpu_s=sum(part.own_cpu_s for part in parts),
         passes=len(parts),
         pass_rounds=[len(part.rounds_ms) for part in parts],
+        pool_canary_ms=[c for part in parts for c in part.pool_canary_ms],
     )
 
 

@@ -79,6 +79,7 @@ class Measurement:
     own_cpu_s: float = 0.0  # CPU time this process (all its threads) used during those rounds
     passes: int = 1  # interleaved passes over the suite its rounds come from (see passes.py)
     pass_rounds: list[int] = field(default_factory=list)  # rounds per pass, when several
+    pool_canary_ms: list[float] = field(default_factory=list)  # per pass of a multi-threaded benchmark (canary.py)
 
     @property
     def calls(self) -> int:
@@ -214,6 +215,13 @@ def measure(
             result.noisy = stop != _CONVERGED
             break
     result.elapsed_s = ranks.max([clock() - measuring_since])[0]
+    if ranks.size == 1 and result.others_wall_s > 0:
+        from pytest_tesserabench.measure import canary  # (numpy-free; torch only where the test loaded it)
+
+        if result.own_cpu_s / result.others_wall_s >= canary.POOL_CPUS:
+            pool = canary.measure_pool_canary()
+            if pool is not None:
+                result.pool_canary_ms.append(pool)
     return result
 
 

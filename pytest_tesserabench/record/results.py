@@ -404,11 +404,13 @@ class Sampling:
     passes: int = 1  # interleaved passes over the suite the rounds were taken in
     pass_rounds: tuple[int, ...] = ()  # rounds per pass, in order (several passes; settling adds to the last)
     threads: int = 0  # the --bench-threads the rounds were taken under (0: thread pools as the process had them)
+    pool_canary_ms: tuple[float, ...] = ()  # torch's thread pool timed after each pass (measure/canary.py)
     other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, written back as they were
 
     def to_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "other"}
         data["pass_rounds"] = list(self.pass_rounds)
+        data["pool_canary_ms"] = list(self.pool_canary_ms)
         return {**self.other, **data}
 
     @classmethod
@@ -435,6 +437,7 @@ class Sampling:
             passes=_count(data.get("passes", 1), f"{where}.passes"),
             pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
             threads=_count(data.get("threads", 0), f"{where}.threads"),
+            pool_canary_ms=tuple(_times(data.get("pool_canary_ms", []), f"{where}.pool_canary_ms")),
             other=_extra_keys(data, _known(cls), where),
         )
 

@@ -22,6 +22,14 @@ The machine, in log time, per benchmark b of a suite (each level a draw, each dr
   machine says): each pass and each fresh process's block reads it slower by its own 0-40%, as a
   multi-threaded benchmark does while the machine's CPUs come and go (it needs all of them at
   once), a state the back-to-back saves did not draw;
+* on a machine with **slow phases** (``slow_phase_rate``, 0 unless a machine says), one benchmark
+  of the suite is multi-threaded (its records say it kept 2 CPUs busy) and each run, a save or the
+  candidate, is in a slow phase for it with that probability: its level is +15% to +40% for the
+  run, and each of the run's processes (the session's, all its passes; each fresh one) is caught in
+  it with probability 0.75, as a two-thread benchmark on a 2-vCPU VM reads a slow state of the
+  machine for minutes, in saves and compares alike. After each pass the pool canary
+  (measure/canary.py) reads the same moment 0.7 to 1.6 times as strongly (a run's draw), with 2%
+  noise and now and then (0.1) a burst of +5% to +40% of its own;
 * a **round** adds round noise (sd ``round_sd[b]``) and now and then a spike (+10-50%).
 
 A baseline is ``history`` saves, each the session's process in 4 passes and ``save_processes``
@@ -46,6 +54,7 @@ PASSES = 4
 ROUNDS_PER_PASS = 6
 FRESH_ROUNDS = 6  # a fresh process's rounds per block (confirm.blocks_like: as a pass)
 CANARY_MS = 2.0
+POOL_MS = 0.007  # the pool canary on a quiet machine (torch's two threads)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,7 @@ class Machine:
     stretch_rate: float = 0.1
     fresh_stretch_rate: float = 0.0
     unsteady_rate: float = 0.0
+    slow_phase_rate: float = 0.0
     spike_rate: float = 0.05
     busy_save: float = 0.1  # probability that a baseline save's session process ran on a busy machine
 
@@ -83,6 +93,7 @@ class Suite:
     process_sd: np.ndarray
     round_sd: np.ndarray
     bimodal: int  # index of the benchmark whose processes sit at two levels
+    threaded: int | None = None  # index of the multi-threaded benchmark (machines with slow phases)
 
 
 def make_suite(rng: np.random.Generator, machine: Machine) -> Suite:
@@ -95,6 +106,8 @@ def make_suite(rng: np.random.Generator, machine: Machine) -> Suite:
         process_sd=rng.uniform(*machine.process_sd, m),
         round_sd=rng.uniform(*machine.round_sd, m),
         bimodal=int(rng.integers(m)),
+        # (drawn only where the machine has slow phases: other machines' draws stay as they were)
+        threaded=int(rng.integers(m)) if machine.slow_phase_rate > 0 else None,
     )
 
 
@@ -127,9 +140,18 @@ def _rounds(
     return np.concatenate(out)
 
 
-def _record(bench_id: str, rounds_ms: np.ndarray, canary_ms: float | None, fresh: list | None) -> BenchRecord:
+def _record(
+    bench_id: str,
+    rounds_ms: np.ndarray,
+    canary_ms: float | None,
+    fresh: list | None,
+    cpus: float | None = None,
+    pool: tuple[float, ...] = (),
+) -> BenchRecord:
     nodeid = bench_id
     rounds = [float(r) for r in rounds_ms]
+    cpu = {"own_cpu_s": cpus, "others_wall_s": 1.0} if cpus is not None else {}  # (own_cpus(): cpus)
+    cpu = {**cpu, "pool_canary_ms": pool} if pool else cpu
     return BenchRecord(
         nodeid=nodeid,
         name=None,
@@ -137,7 +159,7 @@ def _record(bench_id: str, rounds_ms: np.ndarray, canary_ms: float | None, fresh
         timer="cpu",
         rounds_ms=rounds,
         stats=Stats.of(rounds),
-        sampling=Sampling(passes=PASSES, pass_rounds=(ROUNDS_PER_PASS,) * PASSES),
+        sampling=Sampling(passes=PASSES, pass_rounds=(ROUNDS_PER_PASS,) * PASSES, **cpu),
         canary_ms=canary_ms,
         confirm=tuple(fresh) if fresh else None,
     )
@@ -177,23 +199,39 @@ def make_run(
     moment = np.zeros(m)  # (drawn only where the machine has them: other machines' draws stay as they were)
     if machine.fresh_stretch_rate > 0:
         moment = (rng.random(m) < machine.fresh_stretch_rate) * np.log1p(rng.uniform(0.05, 0.4, m))
+    slow = np.zeros(1 + fresh)  # (the session's process, then each fresh one: drawn only on such machines)
+    pool: tuple[float, ...] = ()
+    if suite.threaded is not None:
+        if rng.random() < machine.slow_phase_rate:
+            slow = (rng.random(1 + fresh) < 0.75) * math.log1p(rng.uniform(0.15, 0.4))
+        bursts = (rng.random(PASSES) < 0.1) * np.log1p(rng.uniform(0.05, 0.4, PASSES))
+        noise = rng.normal(0.0, 0.02, PASSES) + bursts
+        pool = tuple(float(p) for p in POOL_MS * np.exp(rng.uniform(0.7, 1.6) * slow[0] + noise))
     records = {}
     for b, bench_id in enumerate(suite.ids):
+        phase = slow if b == suite.threaded else np.zeros(1 + fresh)
         kept = [
             FreshProcess(
                 tuple(
                     float(r)
                     for r in _rounds(
-                        rng, process[b] + moment[b], suite.round_sd[b], machine, False, FRESH_ROUNDS, unsteady[b]
+                        rng,
+                        process[b] + moment[b] + phase[1 + k],
+                        suite.round_sd[b],
+                        machine,
+                        False,
+                        FRESH_ROUNDS,
+                        unsteady[b],
                     )
                 ),
                 (FRESH_ROUNDS,) * PASSES,
                 canary,
             )
-            for process in processes
+            for k, process in enumerate(processes)
         ]
-        rounds = _rounds(rng, session[b], suite.round_sd[b], machine, True, unsteady=unsteady[b])
-        records[bench_id] = _record(bench_id, rounds, canary, kept or None)
+        rounds = _rounds(rng, session[b] + phase[0], suite.round_sd[b], machine, True, unsteady=unsteady[b])
+        cpus = None if suite.threaded is None else 2.0 if b == suite.threaded else 1.0
+        records[bench_id] = _record(bench_id, rounds, canary, kept or None, cpus, pool if b == suite.threaded else ())
     return RunDocument(
         benchmarks=records,
         machine={"key": "sim"},

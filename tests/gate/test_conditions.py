@@ -135,3 +135,59 @@ def test_the_suite_line_and_the_canary_line_read_the_machine_from_the_same_canar
     assert suite is not None and suite.benchmarks == 4
     assert suite.canary == pytest.approx(math.log(machine_ratio([candidate], baseline)))
     assert suite.canary == pytest.approx((math.log(0.9) + math.log(1.0)) / 2)
+
+
+def _saves_and_a_run(cpus: float, move: float, pool_moved: float | None, *, baseline_pool: bool = True):
+    """Three saves of five benchmarks, the first keeping ``cpus`` CPUs busy and its pool canary
+    read after each of its four passes (7 µs; none at all without ``baseline_pool``), then a
+    candidate run reading it ``move`` slower, its pool canary ``pool_moved`` slower at its fastest
+    (None: not timed), the others unchanged."""
+    ids = [f"t.py::test_{name}" for name in ("softmax_2t", "a", "b", "c", "d")]
+    pattern = [math.exp(0.01 * (k % 5 - 2)) for k in range(12)]
+
+    def run(save, moved, pool):
+        benchmarks = {}
+        for k, bench_id in enumerate(ids):
+            jitter = 0.004 * ((save + k) % 3 - 1)
+            canaries = pool if k == 0 and pool is not None else ()
+            sampling = Sampling(
+                own_cpu_s=2 * (cpus if k == 0 else 1.0),
+                others_wall_s=2.0,
+                passes=4,
+                pass_rounds=(3, 3, 3, 3),
+                pool_canary_ms=tuple(canaries),
+            )
+            rounds = [(1.0 + k) * math.exp(jitter + math.log1p(moved if k == 0 else 0.0)) * p for p in pattern]
+            benchmarks[bench_id] = BenchRecord(bench_id, None, bench_id, "cpu", rounds, None, sampling=sampling)
+        return RunDocument(benchmarks=benchmarks, measured_order=list(ids))
+
+    steady = (0.0071, 0.007, 0.0075, 0.0072) if baseline_pool else None
+    baseline = [run(s, 0.0, steady) for s in range(3)]
+    slow = None if pool_moved is None else tuple(0.007 * (1 + pool_moved) * f for f in (1.1, 1.0, 1.3, 1.05))
+    return ids[0], baseline, run(0, move, slow)
+
+
+def test_a_multithreaded_benchmark_slowed_with_torch_s_pool_is_not_failed():
+    # The machine's slow moment for parallel work: the benchmark reads +27%, and torch's pool,
+    # timed after each pass, read +45% even at its fastest.
+    bench_id, baseline, candidate = _saves_and_a_run(2.0, 0.27, 0.45)
+    verdict = judge_run(candidate, baseline)[bench_id]
+    assert verdict.status == "INCONCLUSIVE" and verdict.stage == conditions.STAGE, verdict.line()
+    assert "torch's thread pool ran +45.0% slower than in the baseline" in " ".join(verdict.notes)
+    assert verdict.hint_text == conditions.POOL_SLOW and verdict.severity is None
+
+
+@pytest.mark.parametrize(
+    "cpus, move, pool_moved, baseline_pool",
+    [
+        (2.0, 0.27, 0.0, True),  # a slower code: the pool ran as fast as ever
+        (2.0, 0.6, 0.2, True),  # slower than the pool's move explains (its interval starts past +20%)
+        (1.0, 0.27, 0.45, True),  # single-threaded: it dodges a slow CPU, and the pool is not its business
+        (2.0, 0.27, None, True),  # no pool canary in this run (torch not loaded, one thread)
+        (2.0, 0.27, 0.45, False),  # a baseline saved before the pool canary
+    ],
+)
+def test_a_slowdown_the_pool_canary_does_not_explain_fails(cpus, move, pool_moved, baseline_pool):
+    bench_id, baseline, candidate = _saves_and_a_run(cpus, move, pool_moved, baseline_pool=baseline_pool)
+    verdict = judge_run(candidate, baseline)[bench_id]
+    assert verdict.status == "REGRESSED", verdict.line()

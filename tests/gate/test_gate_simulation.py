@@ -23,6 +23,9 @@ MACHINES = {
     # a quiet machine whose slow stretches also catch the fresh processes that measure a
     # benchmark again, all of them at once (they run one after the other), that benchmark only
     "quiet, busy moments": Machine(fresh_stretch_rate=0.1),
+    # one benchmark of two threads, which reads the machine's slow moments for parallel work (in
+    # saves and candidates alike, for a whole process), and the pool canary beside it
+    "quiet, two-thread slow phases": Machine(slow_phase_rate=0.2),
 }
 
 

@@ -45,11 +45,13 @@ def fast():
 
 @pytest.fixture(autouse=True)
 def steady_canary(monkeypatch):
-    """In-process pytester runs share this module: a canary that always reads 2 ms. The tests'
-    workloads run on fake clocks, which the machine's load does not move; a real canary would
-    (the run-effect model reads it), making verdicts depend on how busy the CI machine is."""
+    """In-process pytester runs share this module: a canary that always reads 2 ms, and a pool
+    canary that always reads 7 µs (measure/canary.py). The tests' workloads run on fake clocks,
+    which the machine's load does not move; a real canary would (the run-effect model and the
+    conditions read them), making verdicts depend on how busy the CI machine is."""
 
     monkeypatch.setattr(canary, "measure_canary", lambda samples=canary.CANARY_SAMPLES: [2.0] * samples)
+    monkeypatch.setattr(canary, "measure_pool_canary", lambda: 0.007)  # (torch's pool, as steady)
 
 
 @pytest.fixture(autouse=True)

@@ -112,6 +112,31 @@ def test_only_the_reported_pass_times_the_canary_beside_a_benchmark(project, mon
     assert all(record["canary_ms"] for record in saved["runs"][0]["benchmarks"].values())
 
 
+def test_every_pass_of_a_multi_threaded_benchmark_keeps_its_pool_canary(pytester, monkeypatch):
+    # (measure/canary.py: the gate reads torch's thread pool at its fastest over the passes, as it
+    # reads the benchmark's centre, so each pass's reading must reach the record; real clocks: the
+    # CPUs a benchmark kept busy are read from them)
+    from pytest_tesserabench.measure import canary
+
+    pytester.makepyfile(
+        "import pytest\n"
+        "@pytest.mark.parametrize('n', [10, 20, 30])\n"
+        "def test_work(bench, n):\n"
+        "    bench(sum, range(n))\n"
+        "def test_plain():\n"
+        "    pass\n"
+    )
+    readings = iter(0.007 + 0.001 * k for k in range(100))
+    monkeypatch.setattr(canary, "POOL_CPUS", 0.0)  # (every benchmark counts as multi-threaded here)
+    monkeypatch.setattr(canary, "measure_pool_canary", lambda: next(readings))
+    result = pytester.runpytest("--bench", "--bench-passes=3", "--bench-json=out.json", *ARGS)
+    result.assert_outcomes(passed=4)
+    records = json.loads((pytester.path / "out.json").read_text())["benchmarks"]
+    by_pass = sorted(r["sampling"]["pool_canary_ms"] for r in records.values())
+    assert [len(p) for p in by_pass] == [3, 3, 3]  # one per pass
+    assert sorted(x for p in by_pass for x in p) == pytest.approx([0.007 + 0.001 * k for k in range(9)])
+
+
 def test_auto_makes_passes_when_saving_or_comparing_and_one_otherwise(project):
     pytester, log = project
     pytester.runpytest("--bench", "--bench-json=one.json", *ARGS).assert_outcomes(passed=4)

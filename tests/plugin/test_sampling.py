@@ -2,8 +2,10 @@
 
 import numpy as np
 
-from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.measure import canary, sampling
 from pytest_tesserabench.measure.timing import CpuTimer
+
+REAL_POOL_CANARY = canary.measure_pool_canary  # (conftest.steady_canary fakes it in every test)
 
 
 class FakeClock:
@@ -114,3 +116,42 @@ def test_real_cpu_measurement_of_a_fixed_workload():
     m = sampling.measure(timer, sampling.Budget(max_time=0.2, min_rounds=5, warmup=0.02))
     s = m.summary()
     assert s["rounds"] >= 5 and 0 < s["min_ms"] <= s["median_ms"] <= s["max_ms"]
+
+
+class ThreadedTimer(FakeTimer):
+    """A CPU timer's counters: its rounds kept ``cpus`` CPUs busy (all the process's threads)."""
+
+    def __init__(self, clock, cpus):
+        super().__init__(clock)
+        self.cpus, self.own_cpu_ns, self.others_wall_ns = cpus, 0, 0
+
+    def round(self, samples):
+        self.others_wall_ns += int(samples * self.per_call * 1e9)
+        self.own_cpu_ns += int(samples * self.per_call * 1e9 * self.cpus)
+        return super().round(samples)
+
+
+def test_the_pool_canary_is_timed_after_a_multi_threaded_benchmark_only(monkeypatch):
+    # measure/canary.py: the gate reads torch's thread pool beside a benchmark that keeps two CPUs
+    # busy, and never spends the time on a single-threaded one.
+    calls = []
+    monkeypatch.setattr(canary, "measure_pool_canary", lambda: calls.append(1) or 0.007)
+    budget = sampling.Budget(min_rounds=3, target_ci=0.5, warmup=0)
+    clock = FakeClock()
+    threaded = sampling.measure(ThreadedTimer(clock, cpus=2.0), budget, clock=clock)
+    single = sampling.measure(ThreadedTimer(clock, cpus=1.0), budget, clock=clock)
+    assert threaded.pool_canary_ms == [0.007] and single.pool_canary_ms == [] and len(calls) == 1
+
+
+def test_the_pool_canary_times_torch_s_pool_as_the_benchmark_had_it():
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        pool = REAL_POOL_CANARY()
+        assert pool is not None and 0 < pool < 100
+        torch.set_num_threads(1)
+        assert REAL_POOL_CANARY() is None  # (one thread: no pool to wait on)
+    finally:
+        torch.set_num_threads(before)
