@@ -41,24 +41,33 @@ POOL_CALLS = 100  # timed calls of the pool canary (each a few microseconds to t
 _POOL_ELEMENTS = 1 << 17  # float32: four of torch's parallel grains (32768), so every thread of the pool works
 
 
-def measure_pool_canary() -> float | None:
-    """The median time (ms) of a fixed in-place add on torch's intra-op thread pool, as the
-    benchmark just measured had the pool (its threads), or None where torch is not loaded or its
-    pool has one thread. A multi-threaded benchmark waits at every barrier for its slowest thread,
-    so it reads a shared machine's slow moments for parallel work (a vCPU held by the host, not
-    counted as steal) that single-threaded work, the canary above included, does not see; the
-    pool's own sync-bound call reads the same moments. Taken after a pass of a benchmark that kept
-    ``POOL_CPUS`` or more busy, so the gate can tell such a moment from a slower code."""
+def measure_pool_canary(threads: int) -> float | None:
+    """The median time (ms) of a fixed in-place add on torch's intra-op thread pool, run on
+    ``threads`` threads (the CPUs the benchmark just measured kept busy: a test may size the pool
+    inside its call and restore it after), or None where torch is not loaded or ``threads`` < 2.
+    The pool's own size is put back. A multi-threaded benchmark waits at every barrier for its
+    slowest thread, so it reads a shared machine's slow moments for parallel work (a vCPU held by
+    the host, not counted as steal) that single-threaded work, the canary above included, does
+    not see; the pool's own sync-bound call reads the same moments. Taken after a pass of a
+    benchmark that kept ``POOL_CPUS`` or more busy, so the gate can tell such a moment from a
+    slower code."""
     import sys
 
     torch = sys.modules.get("torch")
-    if torch is None or torch.get_num_threads() < 2:
+    if torch is None or threads < 2:
         return None
-    data = torch.zeros(_POOL_ELEMENTS, dtype=torch.float32)
-    data.add_(1.0)  # warm-up: the pages, the pool's threads awake
-    times = []
-    for _ in range(POOL_CALLS):
-        start = time.perf_counter_ns()
-        data.add_(1.0)
-        times.append(time.perf_counter_ns() - start)
+    had = torch.get_num_threads()
+    if had != threads:
+        torch.set_num_threads(threads)
+    try:
+        data = torch.zeros(_POOL_ELEMENTS, dtype=torch.float32)
+        data.add_(1.0)  # warm-up: the pages, the pool's threads awake
+        times = []
+        for _ in range(POOL_CALLS):
+            start = time.perf_counter_ns()
+            data.add_(1.0)
+            times.append(time.perf_counter_ns() - start)
+    finally:
+        if had != threads:
+            torch.set_num_threads(had)
     return statistics.median(times) / 1e6

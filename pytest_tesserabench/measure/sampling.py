@@ -218,8 +218,9 @@ def measure(
     if ranks.size == 1 and result.others_wall_s > 0:
         from pytest_tesserabench.measure import canary  # (numpy-free; torch only where the test loaded it)
 
-        if result.own_cpu_s / result.others_wall_s >= canary.POOL_CPUS:
-            pool = canary.measure_pool_canary()
+        cpus = result.own_cpu_s / result.others_wall_s
+        if cpus >= canary.POOL_CPUS:
+            pool = canary.measure_pool_canary(round(cpus))
             if pool is not None:
                 result.pool_canary_ms.append(pool)
     return result

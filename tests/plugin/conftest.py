@@ -51,7 +51,7 @@ def steady_canary(monkeypatch):
     conditions read them), making verdicts depend on how busy the CI machine is."""
 
     monkeypatch.setattr(canary, "measure_canary", lambda samples=canary.CANARY_SAMPLES: [2.0] * samples)
-    monkeypatch.setattr(canary, "measure_pool_canary", lambda: 0.007)  # (torch's pool, as steady)
+    monkeypatch.setattr(canary, "measure_pool_canary", lambda threads: 0.007)  # (torch's pool, as steady)
 
 
 @pytest.fixture(autouse=True)

@@ -128,7 +128,7 @@ def test_every_pass_of_a_multi_threaded_benchmark_keeps_its_pool_canary(pytester
     )
     readings = iter(0.007 + 0.001 * k for k in range(100))
     monkeypatch.setattr(canary, "POOL_CPUS", 0.0)  # (every benchmark counts as multi-threaded here)
-    monkeypatch.setattr(canary, "measure_pool_canary", lambda: next(readings))
+    monkeypatch.setattr(canary, "measure_pool_canary", lambda threads: next(readings))
     result = pytester.runpytest("--bench", "--bench-passes=3", "--bench-json=out.json", *ARGS)
     result.assert_outcomes(passed=4)
     records = json.loads((pytester.path / "out.json").read_text())["benchmarks"]

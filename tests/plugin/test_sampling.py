@@ -135,23 +135,26 @@ def test_the_pool_canary_is_timed_after_a_multi_threaded_benchmark_only(monkeypa
     # measure/canary.py: the gate reads torch's thread pool beside a benchmark that keeps two CPUs
     # busy, and never spends the time on a single-threaded one.
     calls = []
-    monkeypatch.setattr(canary, "measure_pool_canary", lambda: calls.append(1) or 0.007)
+    monkeypatch.setattr(canary, "measure_pool_canary", lambda threads: calls.append(threads) or 0.007)
     budget = sampling.Budget(min_rounds=3, target_ci=0.5, warmup=0)
     clock = FakeClock()
     threaded = sampling.measure(ThreadedTimer(clock, cpus=2.0), budget, clock=clock)
     single = sampling.measure(ThreadedTimer(clock, cpus=1.0), budget, clock=clock)
-    assert threaded.pool_canary_ms == [0.007] and single.pool_canary_ms == [] and len(calls) == 1
+    assert threaded.pool_canary_ms == [0.007] and single.pool_canary_ms == [] and calls == [2]  # (on its 2 CPUs)
 
 
-def test_the_pool_canary_times_torch_s_pool_as_the_benchmark_had_it():
+def test_the_pool_canary_times_torch_s_pool_on_the_cpus_the_benchmark_kept_busy():
+    # A test may size torch's pool inside its call and put it back after (a conv2d on two
+    # threads in a suite pinned to one): the canary runs on as many threads as the benchmark
+    # kept CPUs busy, and leaves the pool as it found it.
     import torch
 
     before = torch.get_num_threads()
     try:
-        torch.set_num_threads(2)
-        pool = REAL_POOL_CANARY()
-        assert pool is not None and 0 < pool < 100
         torch.set_num_threads(1)
-        assert REAL_POOL_CANARY() is None  # (one thread: no pool to wait on)
+        pool = REAL_POOL_CANARY(2)
+        assert pool is not None and 0 < pool < 100
+        assert torch.get_num_threads() == 1
+        assert REAL_POOL_CANARY(1) is None  # (one thread: no pool to wait on)
     finally:
         torch.set_num_threads(before)
