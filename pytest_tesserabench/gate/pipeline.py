@@ -402,7 +402,10 @@ def judge_test(
         reach = history.config.measure_again_reach
         top = {r.id: _scaled(r, (verdicts[r.id].ci[1] / verdicts[r.id].ratio) ** reach) for r in undecided}
         alike = history.judge(undecided, **options, processes=[top] * processes_again)
-        again = [r for r in again if r not in undecided or alike[r.id].status == "REGRESSED"]
+        # (copies, not measurements: how far they read from this process is the supposition's own,
+        # so a verdict the processes left undecided counts as one they would decide)
+        decided = {i for i, v in alike.items() if v.status == "REGRESSED" or v.stage == PROCESSES}
+        again = [r for r in again if r not in undecided or r.id in decided]
     if not again:
         return verdicts
     processes = measure_again(again)

@@ -24,7 +24,7 @@ Verdicts, at ``alpha / m`` and the user's threshold theta (never raised for a no
 * INCONCLUSIVE otherwise: not significant, yet theta is not ruled out; and a change the
   candidate's processes disagree on by more than its own size (their typical distance from their
   median more than half the change; for two, their gap more than the change; or, for a slowdown,
-  one of them read it no slower than the baseline): one process's state is not a slowdown of the
+  one of them read less than half of it): one process's state is not a slowdown of the
   code (stage ``processes``). A code change moves every process; a state that two of three
   processes share, and the baseline's never drew, moves only them. One odd process of three that
   reads the change larger moves neither.
@@ -248,10 +248,13 @@ def decide(
     )
     # Processes that disagree by more than the change confirm nothing (a process's state): the
     # typical one further from their median than half the change (two: further apart than it),
-    # or, for a slowdown, any one that read it no slower at all. A code change moves every
+    # or, for a slowdown, any one that read less than half of it: nearer no change than the change
+    # (the change as the least touched reading has it, the median or this process's: fresh
+    # processes caught in a busy moment together read it larger). A code change moves every
     # process; process states are a mixture, not a normal spread, and a state the baseline's few
     # processes never drew can hold two of three candidate processes while the third runs the
-    # code at the baseline's speed.
+    # code at the baseline's speed, give or take its own noise (so "no slower at all" would see
+    # that third process only half the time).
     # Fresh processes measured one after another share the moment they were measured at, which
     # the run's shift (estimated at this process's passes) does not know: a neighbour busy then
     # slows them all. So they are one reading of that moment, and this process another; and as
@@ -261,7 +264,8 @@ def decide(
     here, later = nc.here_diff, nc.later_diff
     with np.errstate(invalid="ignore"):
         moments_apart = np.isfinite(later) & (later - here > np.abs(here + later) / 2)
-    one_unmoved = (diff > 0) & (nc.low_diff <= 0)  # (only a slowdown is measured again)
+    least = np.minimum(diff, nc.here_diff)  # (the change as the moment least touched read it)
+    one_unmoved = (diff > 0) & (nc.low_diff <= least / 2)  # (only a slowdown is measured again)
     disagree = (2 * nc.cand_spread > np.abs(diff)) | one_unmoved | moments_apart
     by_processes = ((status == "REGRESSED") | (status == "IMPROVED")) & disagree
     # A correction is only as good as its error: a verdict that the removed shift outweighs, and
