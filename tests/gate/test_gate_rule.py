@@ -318,7 +318,7 @@ def test_processes_that_disagree_by_more_than_the_change_confirm_nothing():
     assert "disagree by more than the change" in split.hint()
 
 
-def test_a_slowdown_one_of_the_processes_did_not_read_at_all_confirms_nothing():
+def test_a_slowdown_one_of_the_processes_read_less_than_half_of_confirms_nothing():
     # This process and one fresh one read +46%, the other fresh one -1%: the code ran at the
     # baseline's speed there, so the +46% is a state two processes of three share (a benchmark
     # whose processes sit at two levels, of which the baseline's drew only one), not the code.

@@ -124,8 +124,10 @@ def test_busy_processes_on_the_same_cpu_are_seen_and_left_out():
             burner.kill()
             burner.join()
     assert timer.run_queue_wait_ns / 1e9 > 0.3 * wall  # it waited, a good part of the time
-    # What is left is the time the (single-threaded) code ran: its thread's CPU time.
-    assert sum(samples) * timer.inner / 1e3 == pytest.approx(ran, rel=0.15)
+    # What is left is the time the (single-threaded) code ran: its thread's CPU time. (Within 30%:
+    # a CI worker beside it on a 2-CPU machine moves the scheduler's slices; without the wait left
+    # out the samples read about three times the time it ran.)
+    assert sum(samples) * timer.inner / 1e3 == pytest.approx(ran, rel=0.3)
 
 
 def _record(samples_ms, wait_s, inner=1):
