@@ -73,15 +73,15 @@ def pool_slow(
             f"torch's thread pool ran {(moved - 1) * 100:+.1f}% slower than in the baseline, at its fastest "
             "in this run (the pool canary): the machine was slow for parallel work"
         )
-        verdicts[record.id] = replace(
-            verdict,
-            status="INCONCLUSIVE",
-            stage=STAGE,
-            severity=None,
-            notes=(*verdict.notes, note),
-            hint_text=POOL_SLOW,
-        )
+        verdicts[record.id] = _undecided(verdict, note, POOL_SLOW)
     return verdicts
+
+
+def _undecided(verdict: Verdict, note: str, hint: str) -> Verdict:
+    """``verdict`` made INCONCLUSIVE by a condition of the run: its note, and the fix as its hint."""
+    return replace(
+        verdict, status="INCONCLUSIVE", stage=STAGE, severity=None, notes=(*verdict.notes, note), hint_text=hint
+    )
 
 
 def usual_cpus(bench_id: str, baseline_runs: list[RunDocument]) -> float | None:
@@ -132,14 +132,7 @@ def crowded(
         note = crowded_out(record, baseline_runs, config)
         if note is None:
             continue
-        verdicts[record.id] = replace(
-            verdict,
-            status="INCONCLUSIVE",
-            stage=STAGE,
-            severity=None,
-            notes=(*verdict.notes, note),
-            hint_text=CROWDED,
-        )
+        verdicts[record.id] = _undecided(verdict, note, CROWDED)
     return verdicts
 
 
