@@ -946,6 +946,13 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "a save names only the left-out processes slower by the threshold",
+        "pytest_tesserabench/session.py",
+        "history.left_out_times(slower_by=history.config.threshold)",
+        "history.left_out_times()",
+        (CONFIRM,),
+    ),
+    Mutation(
         "the suite line reads the canaries of every benchmark",
         "pytest_tesserabench/gate/pipeline.py",
         "            canary_records=records,\n",

@@ -218,10 +218,12 @@ class BenchSession:
 
     def left_out(self, path: Path) -> dict[str, tuple[list[float], float]]:
         """The benchmarks some of whose processes the baseline just saved at ``path`` leaves out,
-        far from its others (gate.pipeline History.left_out_times): id -> (their times, ms; the
-        median of the processes kept). A compare that reads one there fails it."""
+        far from its others and slower by at least the threshold (gate.pipeline
+        History.left_out_times): id -> (their times, ms; the median of the processes kept). A
+        compare that reads one there fails it; one left out nearer (a tight benchmark's ordinary
+        2%) or faster fails nothing, and a warning about it would only teach users to ignore the line."""
         history = self._saved_history(path)
-        return history.left_out_times() if history is not None else {}
+        return history.left_out_times(slower_by=history.config.threshold) if history is not None else {}
 
     def _saved_history(self, path: Path):
         """The gate's view (gate.pipeline.History) of the baseline saved at ``path``, built once."""

@@ -235,16 +235,18 @@ class History:
         indexed = [(j, r) for j, r in indexed if r.measured_rounds]
         return [(j, r) for j, r in indexed if j not in out], [r.median_ms or 0.0 for j, r in indexed if j in out]
 
-    def left_out_times(self) -> dict[str, tuple[list[float], float]]:
-        """Per benchmark some of whose processes are left out (config.outlier_z): (their times, ms;
-        the median time of its processes kept)."""
+    def left_out_times(self, slower_by: float = 0.0) -> dict[str, tuple[list[float], float]]:
+        """Per benchmark some of whose processes are left out (config.outlier_z) and read at least
+        ``slower_by`` (relative) slower than the median of its processes kept: (their times, ms;
+        that median)."""
         out = {}
         for bench_id, runs in self.left_out.items():
-            if not runs:
-                continue
             kept, _ = self._kept(bench_id)
+            typical = float(np.median([r.median_ms or 0.0 for _, r in kept])) if kept else 0.0
             times = [self.runs[j].benchmarks[bench_id].median_ms or 0.0 for j in sorted(runs)]
-            out[bench_id] = (times, float(np.median([r.median_ms or 0.0 for _, r in kept])) if kept else 0.0)
+            times = [t for t in times if t >= typical * (1 + slower_by)]
+            if times:
+                out[bench_id] = (times, typical)
         return out
 
     def _untimed_reason(self, record: BenchRecord, base: list[BenchRecord], history: int) -> str | None:

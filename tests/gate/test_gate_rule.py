@@ -497,6 +497,18 @@ def test_a_baseline_process_timed_on_a_busy_machine_is_left_out_of_the_noise():
     assert judged.status == "INCONCLUSIVE" and not any(LEFT_OUT_NOTE in note for note in judged.notes)
 
 
+def test_a_save_names_only_the_left_out_processes_a_compare_would_fail_on():
+    # A tight benchmark (0.2% apart) leaves out a process 2.5% fast as well as one 200x slow; a
+    # compare reading it 2.5% fast fails nothing, so only the slow one is named at save time
+    centres = [math.exp(0.002 * k) for k in (-4, -3, -2, -1, 0, 1, 2, 3, 4)]
+    history = History.of(docs(runs_at(*centres, first=[1, 1, 1, 200, 1, 1, 1, 1, 0.975])))
+    assert history.left_out[IDS[0]] == {3, 8}
+    times, typical = history.left_out_times(slower_by=0.05)[IDS[0]]
+    assert len(times) == 1 and times[0] > 100 * typical
+    assert len(history.left_out_times()[IDS[0]][0]) == 1  # (only slower ones, by default by anything)
+    assert history.left_out_times(slower_by=300.0) == {}
+
+
 def test_a_far_process_is_far_from_the_shift_the_other_benchmarks_read():
     # A real baseline of six benchmarks in nine processes (three saves of three; each process's
     # centre, % from the benchmark's median). The fifth process read w_str +54.5%: far, and left
