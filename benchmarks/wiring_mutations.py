@@ -953,6 +953,13 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "a benchmark's threads are read at the most CPUs a baseline run kept busy",
+        "pytest_tesserabench/gate/conditions.py",
+        "    return max(usual) if usual else None\n",
+        "    return statistics.median(usual) if usual else None\n",
+        ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
         "the suite line reads the canaries of every benchmark",
         "pytest_tesserabench/gate/pipeline.py",
         "            canary_records=records,\n",

@@ -84,17 +84,20 @@ def _undecided(verdict: Verdict, note: str, hint: str) -> Verdict:
     )
 
 
-def usual_cpus(bench_id: str, baseline_runs: list[RunDocument]) -> float | None:
-    """The CPUs the benchmark's process kept busy in the baseline (the median over its runs), or
-    None where no run measured it."""
+def most_cpus(bench_id: str, baseline_runs: list[RunDocument]) -> float | None:
+    """The CPUs the benchmark's code keeps busy given them: the most its process kept busy in any
+    run of the baseline, or None where no run measured it. Not the median: how many threads a
+    benchmark runs is its code's doing, while a run saved beside busy processes reads the load (a
+    two-thread conv2d saved under load read 1.99, 1.40 and 1.08 CPUs; a single-threaded benchmark
+    read at most 1.0 in every kept baseline)."""
     usual = [run.benchmarks[bench_id].own_cpus() for run in baseline_runs if bench_id in run.benchmarks]
     usual = [cpus for cpus in usual if cpus > 0]
-    return statistics.median(usual) if usual else None
+    return max(usual) if usual else None
 
 
 def multi_threaded(bench_id: str, baseline_runs: list[RunDocument], config: GateConfig) -> bool:
     """Whether the benchmark kept ``1 + crowded_cpus`` CPUs or more busy in the baseline."""
-    had = usual_cpus(bench_id, baseline_runs)
+    had = most_cpus(bench_id, baseline_runs)
     return had is not None and had >= 1 + config.crowded_cpus
 
 
@@ -105,7 +108,7 @@ def crowded_out(record: BenchRecord, baseline_runs: list[RunDocument], config: G
     scheduler's, not the machine's shared one: no timing decision for it (``crowded``), and no say
     in the run's shift for the others (gate.pipeline)."""
     margin = config.crowded_cpus
-    had = usual_cpus(record.id, baseline_runs)
+    had = most_cpus(record.id, baseline_runs)
     if had is None or record.own_cpus() <= 0:
         return None
     got, others = record.own_cpus(), record.others_cpus()

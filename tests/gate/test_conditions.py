@@ -36,6 +36,16 @@ def test_a_multithreaded_benchmark_crowded_out_by_other_processes_is_not_judged_
     assert judged.hint_text == conditions.CROWDED
 
 
+def test_a_baseline_saved_beside_busy_processes_still_knows_the_benchmark_is_multithreaded():
+    # Its three saves got 1.99, 1.40 and 1.08 CPUs (the load's doing; median 1.40): its code runs
+    # two threads, so crowded out now it is not judged by its time.
+    baseline = [RunDocument(benchmarks={ID: _record(cpus, 1.0)}) for cpus in (1.08, 1.99, 1.40)]
+    assert conditions.multi_threaded(ID, baseline, GateConfig())
+    verdict = Verdict(ID, status="REGRESSED", ratio=1.3, threshold=0.05, stage="rule")
+    judged = conditions.review([_record(1.0, 1.0)], {ID: verdict}, baseline, GateConfig())[ID]
+    assert judged.status == "INCONCLUSIVE" and judged.hint_text == conditions.CROWDED
+
+
 def test_a_single_threaded_benchmark_under_the_same_load_keeps_its_verdict():
     # Its wait for a CPU is left out of its samples: the run's shared shift covers the rest.
     judged = _judged("REGRESSED", had=1.0, got=0.6, others=1.0)
