@@ -960,6 +960,13 @@ MUTATIONS = (
         ("tests/gate/test_conditions.py",),
     ),
     Mutation(
+        "a pool slower by the threshold leaves a multi-threaded slowdown undecided",
+        "pytest_tesserabench/gate/conditions.py",
+        "moved < min(verdict.ci[0], 1 + (verdict.threshold or config.threshold))",
+        "moved < verdict.ci[0]",
+        ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
         "the suite line reads the canaries of every benchmark",
         "pytest_tesserabench/gate/pipeline.py",
         "            canary_records=records,\n",
