@@ -257,7 +257,11 @@ class Outlying:
                     "this run's own process was slowed while it measured (a busy machine), "
                     "or the tests before it leave it slower"
                 )
-            return "this run's fresh processes read it slower: the machine was busy while they measured"
+            return (
+                "this run's fresh processes read it slower: the machine was busy while they measured, "
+                "or the tests before it leave it faster in this run's own process (a state of the memory "
+                "allocator: the same in every save, it makes the benchmark read at two levels)"
+            )
         if self.ratio > 1:
             return "unless its code changed, the machine was busy during this run: record again on a quiet one"
         return "the baseline's earlier runs read it slower: unless its code changed, they were timed on a busy machine"
