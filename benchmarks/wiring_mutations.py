@@ -962,8 +962,22 @@ MUTATIONS = (
     Mutation(
         "a pool slower by the threshold leaves a multi-threaded slowdown undecided",
         "pytest_tesserabench/gate/conditions.py",
-        "moved < min(verdict.ci[0], 1 + (verdict.threshold or config.threshold))",
-        "moved < verdict.ci[0]",
+        "read[0] < min(verdict.ci[0], 1 + (verdict.threshold or config.threshold))",
+        "read[0] < verdict.ci[0]",
+        ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
+        "a multi-threaded benchmark in a process without torch gets the BLAS canary",
+        "pytest_tesserabench/measure/sampling.py",
+        "            elif (blas := canary.measure_blas_canary()) is not None:  # (no torch in the process)\n",
+        "            elif False:\n",
+        ("tests/plugin/test_sampling.py",),
+    ),
+    Mutation(
+        "the pool condition reads the BLAS canary too",
+        "pytest_tesserabench/gate/conditions.py",
+        '("blas_canary_ms", "numpy\'s BLAS threads")',
+        '("pool_canary_ms", "numpy\'s BLAS threads")',
         ("tests/gate/test_conditions.py",),
     ),
     Mutation(

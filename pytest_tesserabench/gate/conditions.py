@@ -34,20 +34,20 @@ def review(
     return passes_differ(records, verdicts, baseline_runs)
 
 
-def pool_moved(record: BenchRecord, baseline_runs: list[RunDocument], config: GateConfig) -> float | None:
-    """How much slower (ratio) torch's thread pool ran at its fastest in this run than in the
-    baseline's runs (the median of theirs), after the passes of a multi-threaded benchmark
-    (measure/canary.py's pool canary); None where either side did not time it."""
-    if record.sampling is None or not record.sampling.pool_canary_ms:
+def pool_moved(record: BenchRecord, baseline_runs: list[RunDocument], config: GateConfig) -> tuple[float, str] | None:
+    """How much slower (ratio) the thread pool ran at its fastest in this run than in the
+    baseline's runs (the median of theirs), after the passes of a multi-threaded benchmark, and
+    which pool: torch's, or BLAS's in a process without torch (measure/canary.py); like with like
+    only (their calls differ 8x in time). None where either side did not time it."""
+    if record.sampling is None or not multi_threaded(record.id, baseline_runs, config):
         return None
-    if not multi_threaded(record.id, baseline_runs, config):
-        return None
-    theirs = [
-        min(r.sampling.pool_canary_ms)
-        for run in baseline_runs
-        if (r := run.benchmarks.get(record.id)) is not None and r.sampling is not None and r.sampling.pool_canary_ms
-    ]
-    return min(record.sampling.pool_canary_ms) / statistics.median(theirs) if theirs else None
+    for field, pool in (("pool_canary_ms", "torch's thread pool"), ("blas_canary_ms", "numpy's BLAS threads")):
+        mine = getattr(record.sampling, field)
+        saved = [run.benchmarks.get(record.id) for run in baseline_runs]
+        theirs = [min(getattr(r.sampling, field)) for r in saved if r and r.sampling and getattr(r.sampling, field)]
+        if mine and theirs:
+            return min(mine) / statistics.median(theirs), pool
+    return None
 
 
 def pool_slow(
@@ -69,11 +69,12 @@ def pool_slow(
         verdict = verdicts.get(record.id)
         if verdict is None or verdict.status != "REGRESSED" or verdict.reasons or verdict.ci is None:
             continue
-        moved = pool_moved(record, baseline_runs, config)
-        if moved is None or moved < min(verdict.ci[0], 1 + (verdict.threshold or config.threshold)):
+        read = pool_moved(record, baseline_runs, config)
+        if read is None or read[0] < min(verdict.ci[0], 1 + (verdict.threshold or config.threshold)):
             continue
+        moved, pool = read
         note = (
-            f"torch's thread pool ran {(moved - 1) * 100:+.1f}% slower than in the baseline, at its fastest "
+            f"{pool} ran {(moved - 1) * 100:+.1f}% slower than in the baseline, at its fastest "
             "in this run (the pool canary): the machine was slow for parallel work"
         )
         verdicts[record.id] = _undecided(verdict, note, POOL_SLOW)

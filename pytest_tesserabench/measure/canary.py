@@ -9,6 +9,8 @@ core count does not change what it measures.
 The pool canary (``measure_pool_canary``) is the other kind: timed after each pass of a
 multi-threaded benchmark, on torch's thread pool as the benchmark had it, it reads the machine's
 slow moments for parallel work, which the single-threaded canary does not (gate/conditions.py).
+In a process without torch, the BLAS canary (``measure_blas_canary``) reads them on numpy's
+BLAS threads instead.
 """
 
 from __future__ import annotations
@@ -70,4 +72,31 @@ def measure_pool_canary(threads: int) -> float | None:
     finally:
         if had != threads:
             torch.set_num_threads(had)
+    return statistics.median(times) / 1e6
+
+
+BLAS_CALLS = 20  # timed calls of the BLAS canary (about 60 us each on two threads)
+# float64, square: OpenBLAS runs 128 on its threads (1.99 CPUs on two) and keeps 96 on one, which
+# reads no slow moment for parallel work (r 0.09 against a two-thread matmul, 0.99 for 128).
+_BLAS_SIZE = 128
+
+
+def measure_blas_canary() -> float | None:
+    """The median time (ms) of a fixed matmul on numpy's BLAS threads, as the process has them
+    (their number is fixed when BLAS loads): the pool canary of a process without torch, where a
+    multi-threaded benchmark waits on BLAS's threads or its own. None where numpy is not loaded.
+    BLAS on one thread times a call that reads no such moment, and so softens nothing."""
+    import sys
+
+    np = sys.modules.get("numpy")
+    if np is None:
+        return None
+    rng = np.random.default_rng(_SEED)
+    a, b = rng.random((_BLAS_SIZE, _BLAS_SIZE)), rng.random((_BLAS_SIZE, _BLAS_SIZE))
+    a @ b  # warm-up: the threads awake
+    times = []
+    for _ in range(BLAS_CALLS):
+        start = time.perf_counter_ns()
+        a @ b
+        times.append(time.perf_counter_ns() - start)
     return statistics.median(times) / 1e6

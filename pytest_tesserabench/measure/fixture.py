@@ -255,6 +255,7 @@ class Bench:
                 pass_rounds=tuple(m.pass_rounds),
                 threads=self._settings.threads or 0,
                 pool_canary_ms=tuple(m.pool_canary_ms),
+                blas_canary_ms=tuple(m.blas_canary_ms),
             ),
             flops=flops,
             bytes=nbytes,

@@ -80,6 +80,7 @@ class Measurement:
     passes: int = 1  # interleaved passes over the suite its rounds come from (see passes.py)
     pass_rounds: list[int] = field(default_factory=list)  # rounds per pass, when several
     pool_canary_ms: list[float] = field(default_factory=list)  # per pass of a multi-threaded benchmark (canary.py)
+    blas_canary_ms: list[float] = field(default_factory=list)  # the same, in a process without torch
 
     @property
     def calls(self) -> int:
@@ -223,6 +224,8 @@ def measure(
             pool = canary.measure_pool_canary(round(cpus))
             if pool is not None:
                 result.pool_canary_ms.append(pool)
+            elif (blas := canary.measure_blas_canary()) is not None:  # (no torch in the process)
+                result.blas_canary_ms.append(blas)
     return result
 
 

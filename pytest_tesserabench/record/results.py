@@ -405,12 +405,14 @@ class Sampling:
     pass_rounds: tuple[int, ...] = ()  # rounds per pass, in order (several passes; settling adds to the last)
     threads: int = 0  # the --bench-threads the rounds were taken under (0: thread pools as the process had them)
     pool_canary_ms: tuple[float, ...] = ()  # torch's thread pool timed after each pass (measure/canary.py)
+    blas_canary_ms: tuple[float, ...] = ()  # numpy's BLAS threads instead, in a process without torch
     other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, written back as they were
 
     def to_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "other"}
         data["pass_rounds"] = list(self.pass_rounds)
         data["pool_canary_ms"] = list(self.pool_canary_ms)
+        data["blas_canary_ms"] = list(self.blas_canary_ms)
         return {**self.other, **data}
 
     @classmethod
@@ -438,6 +440,7 @@ class Sampling:
             pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
             threads=_count(data.get("threads", 0), f"{where}.threads"),
             pool_canary_ms=tuple(_times(data.get("pool_canary_ms", []), f"{where}.pool_canary_ms")),
+            blas_canary_ms=tuple(_times(data.get("blas_canary_ms", []), f"{where}.blas_canary_ms")),
             other=_extra_keys(data, _known(cls), where),
         )
 

@@ -147,15 +147,23 @@ def test_the_suite_line_and_the_canary_line_read_the_machine_from_the_same_canar
     assert suite.canary == pytest.approx((math.log(0.9) + math.log(1.0)) / 2)
 
 
-def _saves_and_a_run(cpus: float, move: float, pool_moved: float | None, *, baseline_pool: bool = True):
+def _saves_and_a_run(
+    cpus: float,
+    move: float,
+    pool_moved: float | None,
+    *,
+    baseline_pool: bool = True,
+    kinds: tuple[str, str] = ("pool_canary_ms", "pool_canary_ms"),
+):
     """Three saves of five benchmarks, the first keeping ``cpus`` CPUs busy and its pool canary
     read after each of its four passes (7 µs; none at all without ``baseline_pool``), then a
     candidate run reading it ``move`` slower, its pool canary ``pool_moved`` slower at its fastest
-    (None: not timed), the others unchanged."""
+    (None: not timed), the others unchanged. ``kinds``: the Sampling field each side's pool
+    canary is kept in (the baseline's, the candidate's)."""
     ids = [f"t.py::test_{name}" for name in ("softmax_2t", "a", "b", "c", "d")]
     pattern = [math.exp(0.01 * (k % 5 - 2)) for k in range(12)]
 
-    def run(save, moved, pool):
+    def run(save, moved, pool, kind):
         benchmarks = {}
         for k, bench_id in enumerate(ids):
             jitter = 0.004 * ((save + k) % 3 - 1)
@@ -165,16 +173,16 @@ def _saves_and_a_run(cpus: float, move: float, pool_moved: float | None, *, base
                 others_wall_s=2.0,
                 passes=4,
                 pass_rounds=(3, 3, 3, 3),
-                pool_canary_ms=tuple(canaries),
+                **{kind: tuple(canaries)},
             )
             rounds = [(1.0 + k) * math.exp(jitter + math.log1p(moved if k == 0 else 0.0)) * p for p in pattern]
             benchmarks[bench_id] = BenchRecord(bench_id, None, bench_id, "cpu", rounds, None, sampling=sampling)
         return RunDocument(benchmarks=benchmarks, measured_order=list(ids))
 
     steady = (0.0071, 0.007, 0.0075, 0.0072) if baseline_pool else None
-    baseline = [run(s, 0.0, steady) for s in range(3)]
+    baseline = [run(s, 0.0, steady, kinds[0]) for s in range(3)]
     slow = None if pool_moved is None else tuple(0.007 * (1 + pool_moved) * f for f in (1.1, 1.0, 1.3, 1.05))
-    return ids[0], baseline, run(0, move, slow)
+    return ids[0], baseline, run(0, move, slow, kinds[1])
 
 
 def test_a_multithreaded_benchmark_slowed_with_torch_s_pool_is_not_failed():
@@ -195,6 +203,18 @@ def test_a_slowdown_past_the_pool_s_own_move_is_not_failed_while_the_pool_was_sl
     verdict = judge_run(candidate, baseline)[bench_id]
     assert verdict.ci[0] > 1.38 and verdict.status == "INCONCLUSIVE", verdict.line()
     assert verdict.hint_text == conditions.POOL_SLOW
+
+
+def test_without_torch_the_blas_canary_reads_the_slow_moment_like_with_like():
+    blas = ("blas_canary_ms", "blas_canary_ms")
+    bench_id, baseline, candidate = _saves_and_a_run(2.0, 0.58, 0.38, kinds=blas)
+    verdict = judge_run(candidate, baseline)[bench_id]
+    assert verdict.status == "INCONCLUSIVE" and verdict.hint_text == conditions.POOL_SLOW, verdict.line()
+    assert "numpy's BLAS threads ran +38.0% slower than in the baseline" in " ".join(verdict.notes)
+    # torch's pool in the baseline, BLAS's now (torch no longer loaded): no like to compare with
+    mixed = ("pool_canary_ms", "blas_canary_ms")
+    bench_id, baseline, candidate = _saves_and_a_run(2.0, 0.58, 0.38, kinds=mixed)
+    assert judge_run(candidate, baseline)[bench_id].status == "REGRESSED"
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from pytest_tesserabench.measure import canary, sampling
 from pytest_tesserabench.measure.timing import CpuTimer
 
 REAL_POOL_CANARY = canary.measure_pool_canary  # (conftest.steady_canary fakes it in every test)
+REAL_BLAS_CANARY = canary.measure_blas_canary
 
 
 class FakeClock:
@@ -158,3 +159,21 @@ def test_the_pool_canary_times_torch_s_pool_on_the_cpus_the_benchmark_kept_busy(
         assert REAL_POOL_CANARY(1) is None  # (one thread: no pool to wait on)
     finally:
         torch.set_num_threads(before)
+
+
+def test_without_torch_the_pool_canary_is_timed_on_numpy_s_blas_threads(monkeypatch):
+    # No torch in the process: a multi-threaded benchmark (on BLAS's threads, or its own) gets the
+    # BLAS canary instead, kept apart from torch's (their calls differ 8x in time).
+    monkeypatch.setattr(canary, "measure_pool_canary", lambda threads: None)
+    monkeypatch.setattr(canary, "measure_blas_canary", lambda: 0.06)
+    budget = sampling.Budget(min_rounds=3, target_ci=0.5, warmup=0)
+    clock = FakeClock()
+    threaded = sampling.measure(ThreadedTimer(clock, cpus=2.0), budget, clock=clock)
+    single = sampling.measure(ThreadedTimer(clock, cpus=1.0), budget, clock=clock)
+    assert threaded.blas_canary_ms == [0.06] and threaded.pool_canary_ms == []
+    assert single.blas_canary_ms == []
+
+
+def test_the_blas_canary_times_a_matmul():
+    pool = REAL_BLAS_CANARY()
+    assert pool is not None and 0 < pool < 100
