@@ -981,6 +981,13 @@ MUTATIONS = (
         ("tests/gate/test_conditions.py",),
     ),
     Mutation(
+        "a served process frees the canary's block before it measures",
+        "pytest_tesserabench/processes/serve.py",
+        "        allocator_as_the_session_leaves_it()\n",
+        "",
+        (CONFIRM,),
+    ),
+    Mutation(
         "the suite line reads the canaries of every benchmark",
         "pytest_tesserabench/gate/pipeline.py",
         "            canary_records=records,\n",

@@ -27,6 +27,18 @@ from pytest_tesserabench.processes.lead_bound import die_with_lead
 from pytest_tesserabench.processes.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
 
 
+def allocator_as_the_session_leaves_it() -> None:
+    """Leave this process's memory allocator as the session's canary leaves the session's (timed at
+    the start of every --bench run, measure/canary.py: a 2 MB array sorted, then freed). glibc
+    raises its mmap threshold to the size of a large block freed, after which smaller blocks come
+    from the heap without fresh page faults: a two-thread 256x256 numpy matmul, whose result is a
+    new 512 KB array every call, read 695 us in a new process and 408 us once a 2 MB array had
+    been freed, and a save's fresh processes read it 1.55x slower than the session's own."""
+    from pytest_tesserabench.measure import canary
+
+    canary.measure_canary(samples=1)
+
+
 def release_device_memory() -> None:
     """Give the GPU memory torch's caching allocator still holds for this test back to the device.
     A served process waits between tests while the other processes (the session's, the other
@@ -68,6 +80,7 @@ class ServeLoop:
         # one that no longer collects at REF says nothing (it cannot be compared either way).
         self.reference_only = tuple(filter(None, os.environ.get(REFERENCE_ONLY_ENV, "").split(os.pathsep)))
         self.test: ServedTest | None = None
+        allocator_as_the_session_leaves_it()
 
     # -- pytest ------------------------------------------------------------------------------------
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
