@@ -41,9 +41,9 @@ def pool_moved(record: BenchRecord, baseline_runs: list[RunDocument], config: Ga
     only (their calls differ 8x in time). None where either side did not time it."""
     if record.sampling is None or not multi_threaded(record.id, baseline_runs, config):
         return None
+    saved = [run.benchmarks.get(record.id) for run in baseline_runs]
     for field, pool in (("pool_canary_ms", "torch's thread pool"), ("blas_canary_ms", "numpy's BLAS threads")):
         mine = getattr(record.sampling, field)
-        saved = [run.benchmarks.get(record.id) for run in baseline_runs]
         theirs = [min(getattr(r.sampling, field)) for r in saved if r and r.sampling and getattr(r.sampling, field)]
         if mine and theirs:
             return min(mine) / statistics.median(theirs), pool
