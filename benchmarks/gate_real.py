@@ -129,11 +129,10 @@ class WorkloadSet:
 
     @classmethod
     def named(cls, name: str) -> WorkloadSet:
-        if name == "heldout":
+        if name in ("heldout", "threads"):
             sys.path.insert(0, str(Path(__file__).parent))
-            import gate_heldout
-
-            return cls(gate_heldout.NAMES, gate_heldout.SLOWED, gate_heldout.MODULE.format, needs_torch=True)
+            held_out = __import__(f"gate_{name}")
+            return cls(held_out.NAMES, held_out.SLOWED, held_out.MODULE.format, needs_torch=name == "heldout")
         return cls(WORKLOADS, SLOWED, lambda scale: WORKLOAD_MODULE.format(scale=scale, base=WORKLOADS))
 
 
@@ -243,10 +242,11 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5, help="candidate runs per version, mode and condition")
     parser.add_argument(
         "--set",
-        choices=("tuning", "heldout"),
+        choices=("tuning", "heldout", "threads"),
         default="tuning",
-        help="the workloads: tuning (six pure-Python ones, those the gate was shaped on) or heldout "
-        "(benchmarks/gate_heldout.py: torch, numpy and the standard library, never tuned on)",
+        help="the workloads: tuning (six pure-Python ones, those the gate was shaped on), heldout "
+        "(benchmarks/gate_heldout.py: torch, numpy and the standard library, never tuned on) or threads "
+        "(benchmarks/gate_threads.py: BLAS, scipy and Python threads without torch, never tuned on)",
     )
     parser.add_argument("--conditions", default="quiet,loaded")
     parser.add_argument(
