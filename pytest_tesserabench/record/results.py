@@ -533,6 +533,10 @@ class Verdict:
             if self.status == "INCONCLUSIVE" and self.detectable is not None and self.threshold is not None:
                 if self.detectable > self.threshold:
                     parts.append(f"could detect {_pct(1 + self.detectable).lstrip('+')} or more")
+            if self.status == "UNCHANGED" and self.ci is not None and self.ci[1] < 1:
+                # UNCHANGED claims no slowdown; a speed-up is IMPROVED only at alpha / m, and a
+                # bare "UNCHANGED -41%" reads as a contradiction
+                parts.append("faster, short of the bar for IMPROVED (alpha split over the benchmarks compared)")
             if self.shift_text():
                 parts.append(f"this run's shared shift {self.shift_text()} removed")
         text = ", ".join(parts)

@@ -606,3 +606,12 @@ def test_an_undecided_line_says_what_p_the_suite_needs():
         verdict.line()
     )
     assert "needs" not in replace(verdict, p_value=0.001, status="REGRESSED").line()
+
+
+def test_an_unchanged_line_that_reads_faster_says_why_it_is_not_improved():
+    verdict = Verdict(
+        id="t", status="UNCHANGED", baseline_ms=1.0, candidate_ms=0.59, ratio=0.59, ci=(0.35, 0.98),
+        p_value=0.99, threshold=0.05, alpha_per_test=0.002,
+    )  # fmt: skip
+    assert "faster, short of the bar for IMPROVED" in verdict.line()
+    assert "IMPROVED" not in replace(verdict, ci=(0.9, 1.02)).line()
