@@ -946,6 +946,13 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "a save that cannot judge some benchmarks says when the machine's speed moved within the run",
+        "pytest_tesserabench/outputs.py",
+        "moved = speed_moved(state.records.values(), settings.threshold)",
+        "moved = None",
+        ("tests/plugin/test_gate_e2e.py",),
+    ),
+    Mutation(
         "a save names only the left-out processes slower by the threshold",
         "pytest_tesserabench/session.py",
         "history.left_out_times(slower_by=history.config.threshold)",

@@ -10,7 +10,9 @@ from __future__ import annotations
 import math
 import os
 import stat
+import statistics
 
+from pytest_tesserabench.gate.centres import pass_centres
 from pytest_tesserabench.gate.config import GateConfig
 from pytest_tesserabench.history.baseline import BaselineError, BaselineLocked
 from pytest_tesserabench.record import files
@@ -80,10 +82,18 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                 more = f" and {len(worst) - 5} more" if len(worst) > 5 else ""
                 kernels = analysed_kernels(state.records.values())
                 exact = f"; the figures of {kernels_text(kernels)} are compared exactly all the same" if kernels else ""
+                moved = speed_moved(state.records.values(), settings.threshold)
+                why = (
+                    f" This machine's speed moved within the run: its passes of one benchmark, seconds apart, read "
+                    f"a median {moved:.0%} apart; runs minutes apart meet it at other speeds, while --bench-ab=REF "
+                    "pairs blocks 50 ms apart."
+                    if moved is not None
+                    else ""
+                )
                 say(
                     f"tesserabench: on this machine the gate can catch slowdowns of {settings.threshold:.0%} in "
                     f"{timed - len(worst)} of {timed} timed benchmark(s); not in {named}{more} "
-                    "(their comparisons end INCONCLUSIVE below that). More saves, a "
+                    f"(their comparisons end INCONCLUSIVE below that).{why} More saves, a "
                     f"quieter runner, or --bench-ab=REF; `tesserabench show {settings.save}` lists them all{exact}",
                     yellow=True,
                 )
@@ -102,6 +112,17 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                     yellow=True,
                 )
     return failed
+
+
+def speed_moved(records, threshold: float) -> float | None:
+    """How far apart (relative) the passes of one benchmark read in this run, the median over its
+    benchmarks measured in passes, where that is ``threshold`` or more; else None. Passes of one
+    process are seconds apart: where they differ by the threshold, the machine's speed moves on
+    that time scale (a VM whose vCPUs switch between two speeds), and a run's centre depends on
+    which speeds its passes met, which more saves do not change."""
+    spreads = [math.expm1(max(c) - min(c)) for c in (pass_centres(r) for r in records) if len(c) >= 2]
+    moved = statistics.median(spreads) if spreads else 0.0
+    return moved if spreads and moved >= threshold else None
 
 
 def _left_out_line(bench_id: str, times: list[float], typical: float, record) -> str:

@@ -17,6 +17,7 @@ import os, random, time, pytest
 from pytest_tesserabench.machine import run_queue
 
 RUN = int(os.environ.get("RUN", "0"))
+CALLED = {}  # test -> times its function ran in this process (once per pass)
 
 """
     + FAKE_CLOCK
@@ -27,6 +28,9 @@ def test_work(bench, name, fake_clock):
     rng = random.Random(f"{RUN}-{name}")
     drift = 1 + rng.gauss(0, 0.005)
     scale = float(os.environ.get("SLOWER_" + name, "1"))
+    CALLED[name] = CALLED.get(name, 0) + 1
+    if os.environ.get("TWO_SPEEDS") and CALLED[name] % 2:  # a machine at two speeds: every other pass
+        scale *= 1.5
 
     def kernel():
         fake_clock[0] += int(2e6 * scale * drift * (1 + rng.gauss(0, 0.01)))
@@ -80,6 +84,19 @@ def test_a_save_says_which_benchmarks_the_gate_cannot_judge_at_the_threshold(pro
     assert "`tesserabench show main` lists them all" in strict
     caught = re.findall(r"test_kernels.py::test_work\[\w\] \(it catches ([\d.]+)% or more\)", strict)
     assert len(caught) == 3 and all(float(size) > 1 for size in caught), strict
+
+
+def test_a_save_on_a_machine_whose_speed_moves_within_the_run_says_so(project, monkeypatch):
+    # every other pass 1.5x slower: the passes of one process read 50% apart, which more saves
+    # cannot average out; the save's word on what the gate cannot judge says why, and points at A/B
+    save_three(project, monkeypatch)
+    steady = " ".join(project.runpytest("--bench-save=main", "--bench-threshold=1", *ARGS).stdout.str().split())
+    assert "the gate can catch slowdowns of 1%" in steady and "speed moved" not in steady
+    monkeypatch.setenv("TWO_SPEEDS", "1")
+    out = " ".join(project.runpytest("--bench-save=main", "--bench-threshold=1", *ARGS).stdout.str().split())
+    said = re.search(r"This machine's speed moved within the run: .* read a median (\d+)% apart", out)
+    assert said and 45 <= int(said.group(1)) <= 55, out
+    assert "--bench-ab=REF pairs blocks 50 ms apart" in out
 
 
 def test_a_compare_says_upfront_what_the_baseline_lets_it_judge_on_this_machine(project, monkeypatch):
