@@ -80,6 +80,7 @@ class NoiseComponents:
     here_diff: np.ndarray  # the first candidate centre's change (this process's; D where there is one)
     later_diff: np.ndarray  # the median change of the others where they share a later moment (nan: none)
     low_diff: np.ndarray  # the change the candidate process that read it fastest read
+    high_diff: np.ndarray  # ... and the one that read it slowest
 
 
 def noise_components(
@@ -141,6 +142,7 @@ def noise_components(
             else np.full(base_centre.shape, np.nan)
         ),
         low_diff=cc.min(axis=-1) - base_centre,
+        high_diff=cc.max(axis=-1) - base_centre,
     )
 
 
@@ -265,7 +267,11 @@ def decide(
     with np.errstate(invalid="ignore"):
         moments_apart = np.isfinite(later) & (later - here > np.abs(here + later) / 2)
     least = np.minimum(diff, nc.here_diff)  # (the change as the moment least touched read it)
-    one_unmoved = (diff > 0) & (nc.low_diff <= least / 2)  # (only a slowdown is measured again)
+    most = np.maximum(diff, nc.here_diff)
+    # Either way: a slowdown this process read can end a speed-up once fresh processes in a
+    # faster state of their own have read it (the code slower by 10%, this process +12%, two
+    # fresh ones -8%: the median process said IMPROVED).
+    one_unmoved = ((diff > 0) & (nc.low_diff <= least / 2)) | ((diff < 0) & (nc.high_diff >= most / 2))
     disagree = (2 * nc.cand_spread > np.abs(diff)) | one_unmoved | moments_apart
     by_processes = ((status == "REGRESSED") | (status == "IMPROVED")) & disagree
     # A correction is only as good as its error: a verdict that the removed shift outweighs, and

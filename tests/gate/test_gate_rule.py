@@ -252,7 +252,7 @@ def test_a_shift_is_a_correction_to_judge_through_while_how_unalike_it_was_taken
         diff=one([change]), base_centre=one([0.0]), cand_centre=one([change]), between_est=one([1e-5]),
         between_df=one([3.0]), within_base=one([1e-7]), within_cand=one([1e-7]), n_base=one([4.0]),
         n_cand=one([1.0]), cand_spread=one([0.0]), here_diff=one([change]), later_diff=one([np.nan]),
-        low_diff=one([change]),
+        low_diff=one([change]), high_diff=one([change]),
     )  # fmt: skip
     dec = decide(
         nc, one([1e-5]), GateConfig(), 8, shift_var=unalike**2 + 1e-5, shift_df=8.0, unalike_var=unalike**2, shift=shift
@@ -336,6 +336,18 @@ def test_a_slowdown_one_of_the_processes_read_less_than_half_of_confirms_nothing
     # Every process more than half the change slower (the least by +30%): the code.
     moved = compare_runs(runs_at(1.0, first=[1.46]), base, processes=runs_at(1.0, 1.0, first=[1.46, 1.3]))[IDS[0]]
     assert moved.status == "REGRESSED"
+
+
+def test_a_speed_up_one_of_the_processes_read_as_a_slowdown_is_not_improved():
+    # This process read +12%; two fresh ones, in a faster state of their own, -8% and -10%: their
+    # median process says -8%, but a code change moves every process, and this one moved the
+    # other way. (A code 10% slower, read so in a real study.)
+    base = runs_at(*(math.exp(0.002 * k) for k in (-4, -2, 0, 2, 4)))
+    split = compare_runs(runs_at(1.0, first=[1.12]), base, processes=runs_at(1.0, 1.0, first=[0.92, 0.9]))[IDS[0]]
+    assert split.status == "INCONCLUSIVE" and split.stage == "processes", split.line()
+    # Every process faster by more than half the change: the code.
+    faster = compare_runs(runs_at(1.0, first=[0.95]), base, processes=runs_at(1.0, 1.0, first=[0.92, 0.9]))[IDS[0]]
+    assert faster.status == "IMPROVED", faster.line()
 
 
 def test_fresh_processes_that_agree_with_each_other_and_not_with_this_one_confirm_nothing():
