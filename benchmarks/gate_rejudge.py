@@ -48,7 +48,7 @@ def main() -> int:
         help="the fresh processes the run files kept: judged as the plugin judged them, or left out",
     )
     parser.add_argument(
-        "--set", choices=("tuning", "heldout"), default="tuning", help="the workloads gate_real.py measured"
+        "--set", choices=("tuning", "heldout", "threads"), default="tuning", help="the workloads gate_real.py measured"
     )
     args = parser.parse_args()
     config = _config(args.config)

@@ -681,8 +681,22 @@ MUTATIONS = (
     Mutation(
         "--bench-confirm: a slowdown one of the processes read less than half of confirms nothing",
         "pytest_tesserabench/gate/rule.py",
-        "    one_unmoved = (diff > 0) & (nc.low_diff <= least / 2)",
-        "    one_unmoved = (diff > 0) & (nc.low_diff <= -1)",
+        "one_unmoved = ((diff > 0) & (nc.low_diff <= least / 2))",
+        "one_unmoved = ((diff > 0) & (nc.low_diff <= -1))",
+        ("tests/gate/test_gate_rule.py",),
+    ),
+    Mutation(
+        "the pool canary's move is read against the slowest of the baseline's runs",
+        "pytest_tesserabench/gate/conditions.py",
+        "            return min(mine) / max(theirs), pool",
+        "            return min(mine) / min(theirs), pool",
+        ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
+        "a speed-up one of the processes read as a slowdown is not IMPROVED",
+        "pytest_tesserabench/gate/rule.py",
+        "((diff < 0) & (nc.high_diff >= most / 2))",
+        "((diff < 0) & (nc.high_diff >= 1))",
         ("tests/gate/test_gate_rule.py",),
     ),
     Mutation(
