@@ -121,8 +121,10 @@ def speed_moved(records, threshold: float) -> float | None:
     that time scale (a VM whose vCPUs switch between two speeds), and a run's centre depends on
     which speeds its passes met, which more saves do not change."""
     spreads = [math.expm1(max(c) - min(c)) for c in (pass_centres(r) for r in records) if len(c) >= 2]
-    moved = statistics.median(spreads) if spreads else 0.0
-    return moved if spreads and moved >= threshold else None
+    if not spreads:
+        return None
+    moved = statistics.median(spreads)
+    return moved if moved >= threshold else None
 
 
 def _left_out_line(bench_id: str, times: list[float], typical: float, record) -> str:

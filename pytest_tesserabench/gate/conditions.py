@@ -38,9 +38,9 @@ def pool_moved(record: BenchRecord, baseline_runs: list[RunDocument], config: Ga
     of the baseline's runs, after the passes of a multi-threaded benchmark, and which pool:
     torch's, or BLAS's in a process without torch (measure/canary.py); like with like only (their
     calls differ 8x in time). None where either side did not time it. Against the slowest, not
-    the median: the canary drifts between runs on its own (BLAS's 20 calls of 60 µs read
-    0.045-0.068 ms at their fastest in unchanged runs of one evening), and a move within that
-    range is no slow moment of the machine."""
+    the median: a canary of a few dozen short calls drifts between runs on its own, by more than
+    a threshold of a few percent, and a move within the range the baseline's runs read is no slow
+    moment of the machine."""
     if record.sampling is None or not multi_threaded(record.id, baseline_runs, config):
         return None
     saved = [run.benchmarks.get(record.id) for run in baseline_runs]
@@ -56,15 +56,16 @@ def pool_slow(
     records: list[BenchRecord], verdicts: dict[str, Verdict], baseline_runs: list[RunDocument], config: GateConfig
 ) -> dict[str, Verdict]:
     """No slowdown decided for a multi-threaded benchmark while the machine was slow for parallel
-    work: the pool canary, timed after each of its passes, read torch's thread pool slower at its
-    fastest than the baseline's did, by the threshold or by as much as the benchmark's slowdown
-    surely is (the lower end of its interval), whichever is less. A benchmark that waits at every
+    work: the pool canary (torch's or BLAS's), timed after each of its passes, read the pool
+    slower at its fastest than the slowest of the baseline's runs (pool_moved), by the threshold
+    or by as much as the benchmark's slowdown surely is (the lower end of its interval), whichever
+    is less. A benchmark that waits at every
     barrier for its slowest thread reads a shared machine's slow moments for parallel work (a vCPU
     the host holds) as a slowdown, for minutes at a time, its fresh processes too; a
     single-threaded canary and the other, single-threaded benchmarks do not see them, and the
     pool's own call does. Each parallel benchmark reads such a moment at a strength of its own
-    (beside a pool +38% slower, a two-thread BLAS matmul read +50-58% and a two-thread conv2d +7%),
-    so past the threshold the pool's move is no bound on what the moment did to it. A slower code
+    (how much of its time it waits at barriers), so past the threshold the pool's move is no
+    bound on what the moment did to it. A slower code
     leaves the pool canary where it was: its verdict stands."""
     verdicts = dict(verdicts)
     for record in records:

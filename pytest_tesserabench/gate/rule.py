@@ -268,9 +268,9 @@ def decide(
         moments_apart = np.isfinite(later) & (later - here > np.abs(here + later) / 2)
     least = np.minimum(diff, nc.here_diff)  # (the change as the moment least touched read it)
     most = np.maximum(diff, nc.here_diff)
-    # Either way: a slowdown this process read can end a speed-up once fresh processes in a
-    # faster state of their own have read it (the code slower by 10%, this process +12%, two
-    # fresh ones -8%: the median process said IMPROVED).
+    # Either way: a slowdown this process read is measured again, and fresh processes in a
+    # faster state of their own can turn the median process into a speed-up; a process that
+    # moved the other way confirms neither.
     one_unmoved = ((diff > 0) & (nc.low_diff <= least / 2)) | ((diff < 0) & (nc.high_diff >= most / 2))
     disagree = (2 * nc.cand_spread > np.abs(diff)) | one_unmoved | moments_apart
     by_processes = ((status == "REGRESSED") | (status == "IMPROVED")) & disagree

@@ -76,8 +76,8 @@ def measure_pool_canary(threads: int) -> float | None:
 
 
 BLAS_CALLS = 20  # timed calls of the BLAS canary (about 60 us each on two threads)
-# float64, square: OpenBLAS runs 128 on its threads (1.99 CPUs on two) and keeps 96 on one, which
-# reads no slow moment for parallel work (r 0.09 against a two-thread matmul, 0.99 for 128).
+# float64, square: OpenBLAS runs 128 on all its threads and keeps 96 on one, and a matmul on one
+# thread waits at no barrier, so it would read no slow moment for parallel work.
 _BLAS_SIZE = 128
 
 

@@ -31,9 +31,9 @@ def allocator_as_the_session_leaves_it() -> None:
     """Leave this process's memory allocator as the session's canary leaves the session's (timed at
     the start of every --bench run, measure/canary.py: a 2 MB array sorted, then freed). glibc
     raises its mmap threshold to the size of a large block freed, after which smaller blocks come
-    from the heap without fresh page faults: a two-thread 256x256 numpy matmul, whose result is a
-    new 512 KB array every call, read 695 us in a new process and 408 us once a 2 MB array had
-    been freed, and a save's fresh processes read it 1.55x slower than the session's own."""
+    from the heap without fresh page faults. A benchmark that returns a new array of a few hundred
+    KB every call would otherwise pay those faults in a fresh process and not in the session's,
+    and the two would read it at two levels with nothing changed."""
     from pytest_tesserabench.measure import canary
 
     canary.measure_canary(samples=1)
