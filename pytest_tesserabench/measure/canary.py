@@ -11,12 +11,6 @@ multi-threaded benchmark, on torch's thread pool as the benchmark had it, it rea
 slow moments for parallel work, which the single-threaded canary does not (gate/conditions.py).
 In a process without torch, the BLAS canary (``measure_blas_canary``) reads them on numpy's
 BLAS threads instead.
-
-The memory canary (``measure_memory_canary``) is timed after each pass of every CPU benchmark:
-a shared host's cache and memory serve a process at speeds that change from one second to the
-next (a sum over 16 MB read 0.56, 0.61 or 0.70-0.77 ms on the CI VM, the same array, seconds
-apart), which moves a benchmark that streams memory and leaves the sorting canary where it was.
-The gate reads it as a covariate (gate/memory.py).
 """
 
 from __future__ import annotations
@@ -106,21 +100,3 @@ def measure_blas_canary() -> float | None:
         a @ b
         times.append(time.perf_counter_ns() - start)
     return statistics.median(times) / 1e6
-
-
-MEMORY_VALUES = 2_000_000  # float64 summed: 16 MB, past a core's own caches, served by the shared ones and memory
-MEMORY_CALLS = 10  # timed sums (about 0.6 ms each on the CI VM)
-_memory = []  # the canary's array, made once per process (16 MB kept while the process lives)
-
-
-def measure_memory_canary() -> float:
-    """The fastest of a few timed sums (ms) over a fixed 16 MB array: how fast the machine serves
-    memory at this moment. The fastest, as a benchmark's centre is its fastest pass: the
-    machine's slower moments only add to it."""
-    import numpy as np
-
-    if not _memory:
-        _memory.append(np.ones(MEMORY_VALUES))
-    data = _memory[0]
-    np.sum(data)  # untimed: the array back in whatever cache the machine leaves it
-    return min(CpuTimer(lambda: np.sum(data)).round(MEMORY_CALLS))

@@ -256,7 +256,6 @@ class Bench:
                 threads=self._settings.threads or 0,
                 pool_canary_ms=tuple(m.pool_canary_ms),
                 blas_canary_ms=tuple(m.blas_canary_ms),
-                memory_canary_ms=tuple(m.memory_canary_ms),
             ),
             flops=flops,
             bytes=nbytes,
