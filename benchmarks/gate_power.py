@@ -10,13 +10,16 @@ on the 'unsteady' one a candidate run in which one benchmark in ten reads each p
 block slower by its own 0-40% (a multi-threaded benchmark while a shared VM's CPUs each slow now
 and then: no pass sees the machine as the saves did), on the 'two-thread slow phases' one a
 two-thread benchmark whose runs, saves included, meet the machine's slow moments for parallel work
-(the pool canary beside it reads them too), and for the loaded machines a candidate
+(the pool canary beside it reads them too), on the 'memory stretches' one a benchmark that streams
+memory, whose passes meet the machine's memory at its speed of the moment (the memory canary after
+each reads it too), and for the loaded machines a candidate
 run under a shared slowdown of 30-60% that the benchmarks take unalike (0.7-1.3 times it; 0.4-1.6
 times for 'loaded unalike'). Every run is judged as `tesserabench compare` judges a run file
 (gate.pipeline.judge_run: centres, the run-effect model, this run's shift, conditions, fresh
 processes), beside pytest-benchmark's `median:5%` rule against the latest save.
 
     .venv/bin/python benchmarks/gate_power.py [--suites 200] [--seed 2026] [--machine NAME ...] [--gate-only]
+        [--config FIELD=VALUE ...]
 
 Prints, per machine: false alarms per unchanged benchmark (of every run, and of the runs that
 slow nothing), each slowdown caught, and +20% caught
@@ -47,6 +50,7 @@ MACHINES = {
     "loaded unalike, busy moments": Machine(loaded=(0.26, 0.47), response=(0.4, 1.6), fresh_stretch_rate=0.1),
     "quiet, unsteady": Machine(unsteady_rate=0.1),
     "quiet, two-thread slow phases": Machine(slow_phase_rate=0.2),
+    "quiet, memory stretches": Machine(memory_rate=0.25),
 }
 
 
@@ -66,8 +70,11 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("--machine", action="append", help="a machine to simulate (repeatable; default: all)")
     parser.add_argument("--gate-only", action="store_true", help="leave out pytest-benchmark's rule")
+    parser.add_argument(
+        "--config", action="append", default=[], metavar="FIELD=VALUE", help="a GateConfig field (repeatable)"
+    )
     args = parser.parse_args()
-    config = GateConfig()
+    config = _config(args.config)
     rules = {"gate (history)": lambda c, b: judge_run(c, b, config)}
     if not args.gate_only:
         rules["pytest-benchmark median:5%"] = fixed_rule
@@ -113,6 +120,17 @@ def main() -> None:
                 flush=True,
             )
             print(f"  ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
+
+
+def _config(pairs: list[str]) -> GateConfig:
+    """GateConfig with FIELD=VALUE pairs (numbers) changed, for an experiment."""
+    fields = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        if name not in GateConfig.__dataclass_fields__:
+            raise SystemExit(f"--config {pair}: GateConfig has no field {name!r}")
+        fields[name] = float(value)
+    return GateConfig(**fields)
 
 
 if __name__ == "__main__":

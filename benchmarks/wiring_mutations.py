@@ -639,8 +639,8 @@ MUTATIONS = (
     Mutation(
         "fresh processes: each block starts on the next CPU",
         "pytest_tesserabench/processes/fresh.py",
-        "process.block(rounds, turn=k)",
-        "process.block(rounds)",
+        "process.block(rounds, turn=k, memory=True)",
+        "process.block(rounds, memory=True)",
         (CONFIRM,),
     ),
     Mutation(
@@ -691,6 +691,41 @@ MUTATIONS = (
         "            return min(mine) / max(theirs), pool",
         "            return min(mine) / min(theirs), pool",
         ("tests/gate/test_conditions.py",),
+    ),
+    Mutation(
+        "the memory canary's correction reaches the verdict",
+        "pytest_tesserabench/gate/pipeline.py",
+        "        records = [self.memory.adjusted(r) for r in records]\n        processes = [",
+        "        processes = [",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
+        "the memory canary's slope is never negative",
+        "pytest_tesserabench/gate/memory.py",
+        "Slope(max(sxy / precision, 0.0),",
+        "Slope(sxy / precision,",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
+        "the memory canary is timed after each pass of a CPU benchmark",
+        "pytest_tesserabench/measure/sampling.py",
+        '    if ranks.size == 1 and timer.name == "cpu":',
+        "    if False:",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "--bench-confirm: a fresh process times the memory canary after each block",
+        "pytest_tesserabench/processes/fresh.py",
+        "process.block(rounds, turn=k, memory=True)",
+        "process.block(rounds, turn=k, memory=False)",
+        ("tests/plugin/test_confirm.py",),
+    ),
+    Mutation(
+        "a fresh process's memory canary is kept in the run file",
+        "pytest_tesserabench/record/results.py",
+        "            memory_canary=process.memory_canary,\n",
+        "",
+        ("tests/plugin/test_confirm.py",),
     ),
     Mutation(
         "a speed-up one of the processes read as a slowdown is not IMPROVED",

@@ -69,6 +69,13 @@ class GateConfig:
     # benchmarks again as half-way does, for no more slowdowns caught and more false alarms; at
     # the estimate itself (0) fewer slowdowns are caught.
     measure_again_reach: float = 0.5
+    # The memory canary's slope for a benchmark (gate/memory.py: how much of the machine's memory
+    # slowness its time takes, in log) is estimated from the baseline's process centres, shrunk
+    # towards 0 by a prior of this standard deviation: most benchmarks take little of it, one that
+    # only streams memory about all (1, two sds out: its centres follow the canary closely enough
+    # to show it), and a benchmark whose centres scatter for other reasons is left near 0 rather
+    # than corrected for noise. 0 turns the correction off.
+    memory_slope_prior: float = 0.5
 
     # -- the paired rule (A/B) -------------------------------------------------------------------
     # The numbers of pairs (one process pair) and of pairs per process pair (several) at which the
@@ -98,5 +105,7 @@ class GateConfig:
             bad("crowded_cpus", self.crowded_cpus, "a number of CPUs > 0 (e.g. 0.5)")
         if not 0.0 <= self.measure_again_reach <= 1.0:
             bad("measure_again_reach", self.measure_again_reach, "a share between 0 and 1 (e.g. 0.5)")
+        if not 0.0 <= self.memory_slope_prior <= 10.0:
+            bad("memory_slope_prior", self.memory_slope_prior, "a standard deviation >= 0 (e.g. 1; 0: off)")
         if not 0.0 <= self.unalike_share_of_threshold <= 10.0:
             bad("unalike_share_of_threshold", self.unalike_share_of_threshold, "a share of the threshold >= 0")

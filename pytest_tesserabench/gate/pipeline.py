@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pytest_tesserabench.gate import conditions
+from pytest_tesserabench.gate import conditions, memory
 from pytest_tesserabench.gate.centres import (
     MEDIAN_VARIANCE_FACTOR,
     earlier_passes_centre,
@@ -104,6 +104,7 @@ class History:
     process_share: float = 1.0  # of the between-run noise, the share that differs between processes of a save
     cache: dict = field(default_factory=dict, repr=False, compare=False)  # record_summary of the baseline's records
     imported: frozenset[str] = frozenset()  # benchmarks the baseline has only in runs of another tool
+    memory: memory.MemoryModel = memory.OFF  # the memory canary's correction (its runs already corrected)
 
     @classmethod
     def of(cls, baseline_runs: list[RunDocument], config: GateConfig | None = None, *, timings: bool = True):
@@ -116,6 +117,8 @@ class History:
             i for run in baseline_runs for i in run.benchmarks
         }
         runs = with_processes(baseline_runs)
+        memory_model = memory.fit(runs, config.memory_slope_prior) if timings else memory.OFF
+        runs = [memory_model.adjusted_run(run) for run in runs]
         cache: dict = {}
         centres: dict[str, dict[int, float]] = {}
         for j, run in enumerate(runs):
@@ -134,7 +137,7 @@ class History:
         priors = baseline_priors(runs, config, model, left_out, cache)
         saves = tuple(s for s, run in enumerate(baseline_runs) for _ in range(1 + len(fresh_runs(run))))
         share = _process_share(centres, left_out, model, saves)
-        return cls(runs, config, model, priors, timings, left_out, saves, share, cache, imported)
+        return cls(runs, config, model, priors, timings, left_out, saves, share, cache, imported, memory_model)
 
     @property
     def ids(self) -> list[str]:
@@ -162,7 +165,7 @@ class History:
         the machine's move read by every benchmark's canary, or None without a model."""
         if self.model is None:
             return None
-        records = list(records)
+        records = [self.memory.adjusted(r) for r in records]
         return records_suite_shift(
             self.model,
             [r for r in records if not self.crowded_out(r)],
@@ -190,6 +193,8 @@ class History:
         measured in fresh processes, judged with ``records`` as one run; ``machine``: this run's
         (its Triton decides whether kernel figures are comparable)."""
         thresholds, shifts = thresholds or {}, shifts or {}
+        records = [self.memory.adjusted(r) for r in records]
+        processes = [{i: self.memory.adjusted(r) for i, r in p.items()} for p in processes]
         verdicts: dict[str, Verdict] = {}
         gated = []
         for record in records:
@@ -222,10 +227,23 @@ class History:
                 later_together=True,
             )
             saves = len({self.saves[j] for j, _ in kept}) if self.saves else nc.n_base[0]
-            gated.append((record, nc, kernels, history, shift, busy, len(candidates), saves))
+            corrected = self.memory.variance(bench_id, candidates)
+            gated.append((record, nc, kernels, history, shift, busy, len(candidates), saves, corrected, candidates))
         if gated:
             verdicts.update(self._decide(gated, m, thresholds))
         return conditions.review(records, verdicts, self.runs, self.config) if self.timings else verdicts
+
+    def _memory_note(self, bench_id: str, candidates: list[BenchRecord]) -> list[str]:
+        """What the memory canary's correction removed from this run's centre, where it is 1% or more."""
+        moved = self.memory.move(bench_id, candidates)
+        removed = self.memory.slopes[bench_id].value * moved if moved is not None else 0.0
+        if abs(removed) < 0.01:
+            return []
+        return [
+            f"the machine's memory read {pct(math.exp(moved))} against the baseline's (memory canary, after the "
+            f"passes the centres come from); this benchmark takes {self.memory.slopes[bench_id].value:.2f} of it, "
+            f"{pct(math.exp(removed))} removed"
+        ]
 
     def _kept(self, bench_id: str) -> tuple[list[tuple[int, BenchRecord]], list[float]]:
         """(the baseline's timed records of one benchmark by run index, less those left out; the
@@ -268,7 +286,7 @@ class History:
         nc_all = concat_components(g[1] for g in gated)
         prior = np.array([self.priors.get(g[0].id, config.between_run_floor**2) for g in gated])
         theta = np.array([thresholds.get(g[0].id, config.threshold) for g in gated], dtype=float)
-        shift_var = np.array([g[4].variance if g[4] is not None else 0.0 for g in gated])
+        shift_var = np.array([(g[4].variance if g[4] is not None else 0.0) + g[8] for g in gated])
         shift_df = np.array([g[4].df if g[4] is not None else np.inf for g in gated])
         unalike = np.array([g[4].unalike ** 2 if g[4] is not None else 0.0 for g in gated])
         removed = np.array([g[4].value if g[4] is not None else 0.0 for g in gated])
@@ -278,7 +296,7 @@ class History:
             unalike_var=unalike, shift=removed, process_share=self.process_share, base_runs=saves,
         )  # fmt: skip
         verdicts = {}
-        for i, (record, nc, kernels, history, shift, busy, processes, _) in enumerate(gated):
+        for i, (record, nc, kernels, history, shift, busy, processes, _, _, candidates) in enumerate(gated):
             status, stage = str(dec.status[i]), str(dec.stage[i])
             ratio = math.exp(float(dec.diff[i]))
             notes = list(kernels.notes)
@@ -291,6 +309,7 @@ class History:
                 notes.append(f"this run's shared shift {pct(math.exp(shift.value))} removed ({shift.source}{unalike})")
             elif shift is not None and shift.canary_moved:
                 notes.append(f"no shared shift removed: {shift.source}")
+            notes.extend(self._memory_note(record.id, candidates))
             severity = severity_of(ratio) if status == "REGRESSED" else None
             if status in ("REGRESSED", "INCONCLUSIVE"):  # not faster: a worse new config counts
                 kernels = kernels.with_config_regressions()
@@ -419,7 +438,7 @@ def judge_test(
     judged = history.judge(again, **options, processes=processes.measured)
     for record in again:
         first, verdict = verdicts[record.id], judged[record.id]
-        said = _processes_note(record, first, processes)
+        said = _processes_note(record, first, processes, history.memory)
         verdicts[record.id] = replace(verdict, notes=(*verdict.notes, said))
     return verdicts
 
@@ -429,14 +448,15 @@ def _scaled(record: BenchRecord, factor: float) -> BenchRecord:
     return replace(record, rounds_ms=[ms * factor for ms in record.rounds_ms])
 
 
-def _processes_note(record: BenchRecord, first: Verdict, processes: Processes) -> str:
+def _processes_note(record: BenchRecord, first: Verdict, processes: Processes, memory_model: memory.MemoryModel) -> str:
     """What each fresh process read (its ratio to the baseline, in the verdict's terms: this
-    process's ratio scaled by how its centre stands to this one's), and what it cost."""
-    here = log_centre(record)
+    process's ratio scaled by how its centre stands to this one's, both corrected for the memory
+    speed as the verdict's are), and what it cost."""
+    here = log_centre(memory_model.adjusted(record))
     changes = []
     for measured in processes.measured:
         fresh = measured.get(record.id)
-        centre = log_centre(fresh) if fresh is not None else None
+        centre = log_centre(memory_model.adjusted(fresh)) if fresh is not None else None
         if centre is not None and here is not None and first.ratio is not None:
             changes.append(pct(first.ratio * math.exp(centre - here)))
     said = (
@@ -494,7 +514,7 @@ def shifts_as_measured(candidate: RunDocument, history: History) -> dict[str, Sh
     start (the end's came after)."""
     start = [c for c in candidate.canary_ms[: len(candidate.canary_ms) // 2 or 1] if c > 0]
     canary = math.log(float(np.median(start))) if start else None
-    earlier = ((i, earlier_passes_centre(r)) for i, r in candidate.benchmarks.items())
+    earlier = ((i, earlier_passes_centre(history.memory.adjusted(r))) for i, r in candidate.benchmarks.items())
     measured = {i: c for i, c in earlier if c is not None}
     shifts = {}
     for bench_id in candidate.measured_order or list(candidate.benchmarks):
@@ -508,7 +528,7 @@ def add_measured(history: History, measured: dict[str, float], record: BenchReco
     shift is estimated (the plugin's as it measures, and shifts_as_measured's); a crowded-out one
     is taken out instead (History.crowded_out: the scheduler's move, not the machine's; its earlier
     passes spoke for the benchmarks judged before it)."""
-    centre = log_centre(record)
+    centre = log_centre(history.memory.adjusted(record))
     if history.crowded_out(record):
         measured.pop(record.id, None)
     elif centre is not None:

@@ -11,6 +11,13 @@ multi-threaded benchmark, on torch's thread pool as the benchmark had it, it rea
 slow moments for parallel work, which the single-threaded canary does not (gate/conditions.py).
 In a process without torch, the BLAS canary (``measure_blas_canary``) reads them on numpy's
 BLAS threads instead.
+
+The memory canary (``measure_memory_canary``) is timed after each pass of every CPU benchmark:
+a shared host's cache and memory serve a process at speeds that change from one second to the
+next (a sum over 16 MB read 0.56, 0.61 or 0.70-0.77 ms on the CI VM, the same array, seconds
+apart), which moves a benchmark that streams memory and leaves the sorting canary where it was.
+It is a ratio, memory against cache, so that it reads the memory alone; the gate reads it as a
+covariate (gate/memory.py).
 """
 
 from __future__ import annotations
@@ -100,3 +107,28 @@ def measure_blas_canary() -> float | None:
         a @ b
         times.append(time.perf_counter_ns() - start)
     return statistics.median(times) / 1e6
+
+
+MEMORY_VALUES = 2_000_000  # float64 summed: 16 MB, past a core's own caches, served by the shared ones and memory
+CACHED_VALUES = 16_384  # float64: 128 KB, within a core's own caches
+MEMORY_CALLS = 10  # timed sums of each kind (about 0.6 ms each on the CI VM)
+_memory = []  # the canary's array, made once per process (16 MB kept while the process lives)
+
+
+def measure_memory_canary() -> float:
+    """How much slower the machine sums 16 MB from memory than the same number of values from a
+    core's own cache, right now (a ratio; the fastest of a few sums of each). A shared host's
+    memory slows streaming work alone; a slow CPU (another tenant's, a lower clock) slows both
+    sums alike and leaves the ratio where it was, so the ratio reads the memory and not the
+    machine's speed as a whole, which the run's shared shift and the passes already handle."""
+    import numpy as np
+
+    if not _memory:
+        _memory.append(np.ones(MEMORY_VALUES))
+    data = _memory[0]
+    # The same work in cache: one small array read again and again (a view, no copy).
+    cached = np.broadcast_to(data[:CACHED_VALUES], (MEMORY_VALUES // CACHED_VALUES, CACHED_VALUES))
+    np.sum(data), np.sum(cached)  # untimed: code loaded, the small array in cache
+    from_memory = min(CpuTimer(lambda: np.sum(data)).round(MEMORY_CALLS))
+    from_cache = min(CpuTimer(lambda: np.sum(cached)).round(MEMORY_CALLS))
+    return from_memory / from_cache if from_cache > 0 else 0.0  # (0: a clock that did not move, a fake's)

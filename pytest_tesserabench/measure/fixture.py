@@ -256,6 +256,7 @@ class Bench:
                 threads=self._settings.threads or 0,
                 pool_canary_ms=tuple(m.pool_canary_ms),
                 blas_canary_ms=tuple(m.blas_canary_ms),
+                memory_canary=tuple(m.memory_canary),
             ),
             flops=flops,
             bytes=nbytes,

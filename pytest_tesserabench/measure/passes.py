@@ -129,6 +129,7 @@ def pooled(parts: list[sampling.Measurement], target_ci: float) -> sampling.Meas
         pass_rounds=[len(part.rounds_ms) for part in parts],
         pool_canary_ms=[c for part in parts for c in part.pool_canary_ms],
         blas_canary_ms=[c for part in parts for c in part.blas_canary_ms],
+        memory_canary=[c for part in parts for c in part.memory_canary],
     )
 
 

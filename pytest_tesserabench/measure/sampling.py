@@ -81,6 +81,7 @@ class Measurement:
     pass_rounds: list[int] = field(default_factory=list)  # rounds per pass, when several
     pool_canary_ms: list[float] = field(default_factory=list)  # per pass of a multi-threaded benchmark (canary.py)
     blas_canary_ms: list[float] = field(default_factory=list)  # the same, in a process without torch
+    memory_canary: list[float] = field(default_factory=list)  # per pass of a CPU benchmark (canary.py)
 
     @property
     def calls(self) -> int:
@@ -216,6 +217,10 @@ def measure(
             result.noisy = stop != _CONVERGED
             break
     result.elapsed_s = ranks.max([clock() - measuring_since])[0]
+    if ranks.size == 1 and timer.name == "cpu":
+        from pytest_tesserabench.measure import canary
+
+        result.memory_canary.append(canary.measure_memory_canary())
     if ranks.size == 1 and result.others_wall_s > 0:
         from pytest_tesserabench.measure import canary  # (numpy-free; torch only where the test loaded it)
 

@@ -194,7 +194,7 @@ def _measure_in(
             continue
         moment = canary()  # the machine's speed now, kept beside the measurement
         process.warm_up(None, share=pass_share(record))
-        blocks = [process.block(rounds, turn=k) for k, rounds in enumerate(blocks_like(record))]
+        blocks = [process.block(rounds, turn=k, memory=True) for k, rounds in enumerate(blocks_like(record))]
         process.done()
         measured[record.id] = dataclasses.replace(_fresh_record(record, blocks), canary_ms=moment)
     if message.outcome != "passed":
@@ -221,6 +221,7 @@ def _fresh_record(record: BenchRecord, blocks) -> BenchRecord:
         others_cpu_s=0.0,
         others_wall_s=0.0,
         own_cpu_s=0.0,
+        memory_canary=tuple(block.memory_canary for block in blocks if block.memory_canary is not None),
     )
     return dataclasses.replace(
         record, rounds_ms=rounds, samples_ms=samples, stats=Stats.of(rounds, samples), sampling=sampling, verdict=None
@@ -230,4 +231,5 @@ def _fresh_record(record: BenchRecord, blocks) -> BenchRecord:
 def as_kept(fresh: BenchRecord) -> FreshProcess:
     """A fresh process's measurement as the run file keeps it (BenchRecord.confirm)."""
     passes = fresh.sampling.pass_rounds if fresh.sampling is not None else ()
-    return FreshProcess(tuple(fresh.rounds_ms), tuple(passes), fresh.canary_ms)
+    memory = fresh.sampling.memory_canary if fresh.sampling is not None else ()
+    return FreshProcess(tuple(fresh.rounds_ms), tuple(passes), fresh.canary_ms, tuple(memory))

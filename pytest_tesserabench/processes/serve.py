@@ -21,7 +21,7 @@ import pytest
 
 from pytest_tesserabench.crash import crash_line
 from pytest_tesserabench.machine.cpu_turns import start_on_cpu
-from pytest_tesserabench.measure import sampling
+from pytest_tesserabench.measure import canary, sampling
 from pytest_tesserabench.measure.time_limit import paused
 from pytest_tesserabench.processes.lead_bound import die_with_lead
 from pytest_tesserabench.processes.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
@@ -34,8 +34,6 @@ def allocator_as_the_session_leaves_it() -> None:
     from the heap without fresh page faults. A benchmark that returns a new array of a few hundred
     KB every call would otherwise pay those faults in a fresh process and not in the session's,
     and the two would read it at two levels with nothing changed."""
-    from pytest_tesserabench.measure import canary
-
     canary.measure_canary(samples=1)
 
 
@@ -197,7 +195,10 @@ class ServeLoop:
                     rounds = [sampling.take_round(timer, plan, measurement) for _ in range(message["rounds"])]
                     samples = measurement.samples_ms[first:]
                     waited = measurement.run_queue_wait_s - waited
-                    self._send({"op": "rounds", "rounds_ms": rounds, "samples_ms": samples, "run_queue_wait_s": waited})
+                    answer = {"op": "rounds", "rounds_ms": rounds, "samples_ms": samples, "run_queue_wait_s": waited}
+                    if message.get("memory") and timer.name == "cpu":
+                        answer["memory_canary"] = canary.measure_memory_canary()
+                    self._send(answer)
                     continue
                 if op in ("skip", "end"):
                     test.unpaired.append(name)

@@ -56,6 +56,7 @@ class Block:
     rounds_ms: list[float]
     samples_ms: list[float]
     run_queue_wait_s: float = 0.0  # left out of the samples (see run_queue)
+    memory_canary: float | None = None  # the memory canary right after it, where asked for
 
 
 @dataclass
@@ -321,12 +322,18 @@ class ServedProcess:
         self._send({"op": "warm", "cpu": cpu, "share": share, "like": asdict(like) if like else None})
         return Plan(**self._measuring_answer(TEST_TIMEOUT_S)["plan"])
 
-    def block(self, rounds: int, cpu: int | None = None, *, turn: int | None = None) -> Block:
+    def block(self, rounds: int, cpu: int | None = None, *, turn: int | None = None, memory: bool = False) -> Block:
         """That many rounds measured: pinned to ``cpu`` (A/B), or started on the ``turn``-th CPU
-        (a fresh process's block k, as the session's pass k: machine/cpu_turns.py)."""
-        self._send({"op": "block", "rounds": rounds, "cpu": cpu, "turn": turn})
+        (a fresh process's block k, as the session's pass k: machine/cpu_turns.py); ``memory``:
+        the memory canary timed right after it (a CPU benchmark's, as after a session's pass)."""
+        self._send({"op": "block", "rounds": rounds, "cpu": cpu, "turn": turn, "memory": memory})
         answer = self._measuring_answer(BLOCK_TIMEOUT_S)
-        return Block(list(answer["rounds_ms"]), list(answer["samples_ms"]), float(answer.get("run_queue_wait_s", 0.0)))
+        return Block(
+            list(answer["rounds_ms"]),
+            list(answer["samples_ms"]),
+            float(answer.get("run_queue_wait_s", 0.0)),
+            answer.get("memory_canary"),
+        )
 
     def _measuring_answer(self, timeout: float) -> dict:
         """The answer to a warm-up or a block; ProcessError when the served test ended instead (the

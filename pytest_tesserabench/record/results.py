@@ -406,6 +406,7 @@ class Sampling:
     threads: int = 0  # the --bench-threads the rounds were taken under (0: thread pools as the process had them)
     pool_canary_ms: tuple[float, ...] = ()  # torch's thread pool timed after each pass (measure/canary.py)
     blas_canary_ms: tuple[float, ...] = ()  # numpy's BLAS threads instead, in a process without torch
+    memory_canary: tuple[float, ...] = ()  # the machine's memory speed timed after each pass (measure/canary.py)
     other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, written back as they were
 
     def to_json(self) -> dict:
@@ -413,6 +414,7 @@ class Sampling:
         data["pass_rounds"] = list(self.pass_rounds)
         data["pool_canary_ms"] = list(self.pool_canary_ms)
         data["blas_canary_ms"] = list(self.blas_canary_ms)
+        data["memory_canary"] = list(self.memory_canary)
         return {**self.other, **data}
 
     @classmethod
@@ -441,6 +443,7 @@ class Sampling:
             threads=_count(data.get("threads", 0), f"{where}.threads"),
             pool_canary_ms=tuple(_times(data.get("pool_canary_ms", []), f"{where}.pool_canary_ms")),
             blas_canary_ms=tuple(_times(data.get("blas_canary_ms", []), f"{where}.blas_canary_ms")),
+            memory_canary=tuple(_times(data.get("memory_canary", []), f"{where}.memory_canary")),
             other=_extra_keys(data, _known(cls), where),
         )
 
@@ -687,10 +690,13 @@ class FreshProcess:
     rounds_ms: tuple[float, ...] = ()
     pass_rounds: tuple[int, ...] = ()
     canary_ms: float | None = None
+    memory_canary: tuple[float, ...] = ()  # after each block (Sampling.memory_canary)
     other: dict[str, Any] = field(default_factory=dict)  # keys a newer version wrote, kept as they are
 
     def to_json(self) -> dict:
         data = {"rounds_ms": list(self.rounds_ms), "pass_rounds": list(self.pass_rounds), "canary_ms": self.canary_ms}
+        if self.memory_canary:
+            data["memory_canary"] = list(self.memory_canary)
         return {**data, **self.other}
 
     @classmethod
@@ -700,7 +706,8 @@ class FreshProcess:
             rounds_ms=tuple(_times(data.get("rounds_ms", []), f"{where}.rounds_ms")),
             pass_rounds=_pass_rounds(data.get("pass_rounds", []), f"{where}.pass_rounds"),
             canary_ms=_number(data.get("canary_ms"), f"{where}.canary_ms", low=0.0, high=MAX_TIME_MS),
-            other=_extra_keys(data, ("rounds_ms", "pass_rounds", "canary_ms"), where),
+            memory_canary=tuple(_times(data.get("memory_canary", []), f"{where}.memory_canary")),
+            other=_extra_keys(data, ("rounds_ms", "pass_rounds", "canary_ms", "memory_canary"), where),
         )
 
 
@@ -1004,7 +1011,12 @@ def fresh_records(record: BenchRecord) -> list[BenchRecord]:
     rebuilt = []
     for process in record.confirm or ():
         rounds, passes = list(process.rounds_ms), process.pass_rounds
-        sampling = replace(record.sampling or Sampling(), passes=max(len(passes), 1), pass_rounds=passes)
+        sampling = replace(
+            record.sampling or Sampling(),
+            passes=max(len(passes), 1),
+            pass_rounds=passes,
+            memory_canary=process.memory_canary,
+        )
         rebuilt.append(
             replace(
                 record,

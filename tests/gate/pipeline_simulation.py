@@ -30,6 +30,13 @@ The machine, in log time, per benchmark b of a suite (each level a draw, each dr
   machine for minutes, in saves and compares alike. After each pass the pool canary
   (measure/canary.py) reads the same moment 0.7 to 1.6 times as strongly (a run's draw), with 2%
   noise and now and then (0.1) a burst of +5% to +40% of its own;
+* on a machine with **memory stretches** (``memory_rate``, 0 unless a machine says), one benchmark
+  of the suite streams memory (it takes 0.7 to 1.2 times, a suite's draw, the machine's memory
+  slowness, log on log) and each pass and each fresh block meets the memory at a speed of its
+  own: slow (+8% to +25%) with probability 0.2, or 0.8 in a run the machine spends in a slow
+  stretch (a run's draw, with probability ``memory_rate``; saves and candidates alike), as a
+  shared host's memory reads from one second to the next. After each pass and block the memory
+  canary (measure/canary.py) reads the same moment with 1% noise, for every benchmark;
 * a **round** adds round noise (sd ``round_sd[b]``) and now and then a spike (+10-50%).
 
 A baseline is ``history`` saves, each the session's process in 4 passes and ``save_processes``
@@ -55,6 +62,7 @@ ROUNDS_PER_PASS = 6
 FRESH_ROUNDS = 6  # a fresh process's rounds per block (confirm.blocks_like: as a pass)
 CANARY_MS = 2.0
 POOL_MS = 0.007  # the pool canary on a quiet machine (torch's two threads)
+MEMORY_RATIO = 1.4  # the memory canary (memory against cache) at the machine's fast memory speed
 
 
 @dataclass(frozen=True)
@@ -78,6 +86,7 @@ class Machine:
     fresh_stretch_rate: float = 0.0
     unsteady_rate: float = 0.0
     slow_phase_rate: float = 0.0
+    memory_rate: float = 0.0
     spike_rate: float = 0.05
     busy_save: float = 0.1  # probability that a baseline save's session process ran on a busy machine
 
@@ -94,6 +103,8 @@ class Suite:
     round_sd: np.ndarray
     bimodal: int  # index of the benchmark whose processes sit at two levels
     threaded: int | None = None  # index of the multi-threaded benchmark (machines with slow phases)
+    streaming: int | None = None  # index of the benchmark that streams memory (machines with memory stretches)
+    memory_slope: float = 0.0  # how much of the memory's slowness it takes (log on log)
 
 
 def make_suite(rng: np.random.Generator, machine: Machine) -> Suite:
@@ -108,6 +119,11 @@ def make_suite(rng: np.random.Generator, machine: Machine) -> Suite:
         bimodal=int(rng.integers(m)),
         # (drawn only where the machine has slow phases: other machines' draws stay as they were)
         threaded=int(rng.integers(m)) if machine.slow_phase_rate > 0 else None,
+        **(
+            {"streaming": int(rng.integers(m)), "memory_slope": float(rng.uniform(0.7, 1.2))}
+            if machine.memory_rate > 0
+            else {}
+        ),
     )
 
 
@@ -124,12 +140,20 @@ def _process_levels(rng, suite: Suite, machine: Machine) -> np.ndarray:
 
 
 def _rounds(
-    rng, level: float, sd: float, machine: Machine, stretches: bool, rounds: int = ROUNDS_PER_PASS, unsteady=False
+    rng,
+    level: float,
+    sd: float,
+    machine: Machine,
+    stretches: bool,
+    rounds: int = ROUNDS_PER_PASS,
+    unsteady=False,
+    by_pass=None,
 ):
-    """Round medians (ms) of one benchmark in one process: PASSES passes (blocks) of ``rounds``."""
+    """Round medians (ms) of one benchmark in one process: PASSES passes (blocks) of ``rounds``;
+    ``by_pass``: more (log) for each pass."""
     out = []
-    for _ in range(PASSES):
-        pass_level = level
+    for index in range(PASSES):
+        pass_level = level + (by_pass[index] if by_pass is not None else 0.0)
         if stretches and rng.random() < machine.stretch_rate:
             pass_level += math.log1p(rng.uniform(0.05, 0.4))
         if unsteady:
@@ -147,11 +171,13 @@ def _record(
     fresh: list | None,
     cpus: float | None = None,
     pool: tuple[float, ...] = (),
+    memory: tuple[float, ...] = (),
 ) -> BenchRecord:
     nodeid = bench_id
     rounds = [float(r) for r in rounds_ms]
     cpu = {"own_cpu_s": cpus, "others_wall_s": 1.0} if cpus is not None else {}  # (own_cpus(): cpus)
     cpu = {**cpu, "pool_canary_ms": pool} if pool else cpu
+    cpu = {**cpu, "memory_canary": memory} if memory else cpu
     return BenchRecord(
         nodeid=nodeid,
         name=None,
@@ -207,6 +233,20 @@ def make_run(
         bursts = (rng.random(PASSES) < 0.1) * np.log1p(rng.uniform(0.05, 0.4, PASSES))
         noise = rng.normal(0.0, 0.02, PASSES) + bursts
         pool = tuple(float(p) for p in POOL_MS * np.exp(rng.uniform(0.7, 1.6) * slow[0] + noise))
+    memory = None  # (drawn only on machines with memory stretches) per benchmark, process and pass: log
+    if suite.streaming is not None:
+        slow_rate = 0.8 if rng.random() < machine.memory_rate else 0.2
+        slow_now = rng.random((m, 1 + fresh, PASSES)) < slow_rate
+        memory = slow_now * np.log1p(rng.uniform(0.08, 0.25, (m, 1 + fresh, PASSES)))
+        readings = MEMORY_RATIO * np.exp(memory + rng.normal(0.0, 0.01, memory.shape))
+
+    def memory_of(b: int, k: int):
+        """(the memory's move for benchmark b's passes in process k: what it takes; the canary's readings)"""
+        if memory is None:
+            return None, ()
+        takes = memory[b, k] * (suite.memory_slope if b == suite.streaming else 0.0)
+        return takes, tuple(float(r) for r in readings[b, k])
+
     records = {}
     for b, bench_id in enumerate(suite.ids):
         phase = slow if b == suite.threaded else np.zeros(1 + fresh)
@@ -222,16 +262,22 @@ def make_run(
                         False,
                         FRESH_ROUNDS,
                         unsteady[b],
+                        memory_of(b, 1 + k)[0],
                     )
                 ),
                 (FRESH_ROUNDS,) * PASSES,
                 canary,
+                memory_of(b, 1 + k)[1],
             )
             for k, process in enumerate(processes)
         ]
-        rounds = _rounds(rng, session[b] + phase[0], suite.round_sd[b], machine, True, unsteady=unsteady[b])
+        takes, read = memory_of(b, 0)
+        rounds = _rounds(
+            rng, session[b] + phase[0], suite.round_sd[b], machine, True, unsteady=unsteady[b], by_pass=takes
+        )
         cpus = None if suite.threaded is None else 2.0 if b == suite.threaded else 1.0
-        records[bench_id] = _record(bench_id, rounds, canary, kept or None, cpus, pool if b == suite.threaded else ())
+        pool_read = pool if b == suite.threaded else ()
+        records[bench_id] = _record(bench_id, rounds, canary, kept or None, cpus, pool_read, read)
     return RunDocument(
         benchmarks=records,
         machine={"key": "sim"},

@@ -113,6 +113,7 @@ def test_a_slowdown_of_the_code_is_confirmed_and_fails_even_with_compare_in_addo
     assert (
         len(fresh["rounds_ms"]) >= 8
         and fresh["canary_ms"] > 0
+        and len(fresh["memory_canary"]) == len(fresh["pass_rounds"])  # after each block, as after each pass
         and "confirm" not in benchmarks["test_kernels.py::test_work[a]"]
     )
     # judged again from the file, it is judged on both processes, as the plugin judged it
@@ -405,18 +406,28 @@ def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
     from pytest_tesserabench.record.results import FreshProcess, RunDocument, fresh_runs, with_processes
 
     here = _record([3, 3], 6)
-    fresh = confirm._fresh_record(here, [_block([2.0, 2.1, 2.2]), _block([1.0, 1.1, 1.2])])
+    here = __import__("dataclasses").replace(
+        here, sampling=__import__("dataclasses").replace(here.sampling, memory_canary=(0.9, 0.9))
+    )
+    fresh = confirm._fresh_record(here, [_block([2.0, 2.1, 2.2], 0.6), _block([1.0, 1.1, 1.2], 0.7)])
     fresh = __import__("dataclasses").replace(fresh, canary_ms=1.9)
     here = __import__("dataclasses").replace(here, confirm=(confirm.as_kept(fresh),))
     data = RunDocument(benchmarks={here.id: here}).to_json()
     assert data["benchmarks"][here.id]["confirm"] == [
-        {"rounds_ms": [2.0, 2.1, 2.2, 1.0, 1.1, 1.2], "pass_rounds": [3, 3], "canary_ms": 1.9}
+        {
+            "rounds_ms": [2.0, 2.1, 2.2, 1.0, 1.1, 1.2],
+            "pass_rounds": [3, 3],
+            "canary_ms": 1.9,
+            "memory_canary": [0.6, 0.7],
+        }
     ]
     run = RunDocument.from_json(data)  # (through the file)
-    assert run.benchmarks[here.id].confirm == (FreshProcess((2.0, 2.1, 2.2, 1.0, 1.1, 1.2), (3, 3), 1.9),)
+    kept = FreshProcess((2.0, 2.1, 2.2, 1.0, 1.1, 1.2), (3, 3), 1.9, (0.6, 0.7))
+    assert run.benchmarks[here.id].confirm == (kept,)
     (again,) = fresh_runs(run)
     rebuilt = again.benchmarks[here.id]
     assert (rebuilt.rounds_ms, rebuilt.sampling.pass_rounds, rebuilt.canary_ms) == (fresh.rounds_ms, (3, 3), 1.9)
+    assert rebuilt.sampling.memory_canary == (0.6, 0.7)  # the fresh process's own, not this one's
     assert log_centre(rebuilt) == pytest.approx(log_centre(fresh)) and rebuilt.confirm is None
     assert fresh_runs(RunDocument(benchmarks={"t.py::y": _record([], 5)})) == []
     # a baseline keeps them, and the gate reads each as a run of the history after its own
@@ -427,10 +438,10 @@ def test_a_run_file_keeps_the_fresh_processes_and_gives_them_back_as_runs():
     assert with_processes([RunDocument(benchmarks={"t.py::y": _record([], 5)})])[0].benchmarks
 
 
-def _block(rounds):
+def _block(rounds, memory_canary=None):
     from pytest_tesserabench.processes.served import Block
 
-    return Block(rounds, rounds, 0.0)
+    return Block(rounds, rounds, 0.0, memory_canary)
 
 
 def test_fresh_processes_read_the_ini_file_named_with_c(pytester, monkeypatch):

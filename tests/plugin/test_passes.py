@@ -75,6 +75,7 @@ def test_every_benchmark_test_runs_in_every_pass_alternating_and_is_reported_onc
             record["rounds_ms"]
         )
         assert min(record["sampling"]["pass_rounds"]) >= 3  # a pass's centre is a median: 3 rounds at least
+        assert len(record["sampling"]["memory_canary"]) == 3  # the machine's memory after each pass (gate/memory.py)
         assert record["stats"]["median_ms"] == pytest.approx(2.0)
 
 

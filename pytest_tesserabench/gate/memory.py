@@ -1,0 +1,146 @@
+"""The machine's memory speed as a covariate of history mode.
+
+A shared host serves memory at speeds that change from one second to the next (other tenants
+fill its shared cache and memory bus). A benchmark that streams memory reads them as changes of
+its own time, 10-30%, in every process measured during a slow stretch, fresh ones too; a
+benchmark that stays in its core's caches does not, and neither does the sorting canary. The
+memory canary (measure/canary.py), timed after each pass, reads the memory's speed of that
+moment against the CPU's (a ratio: a slow CPU slows every benchmark and is the run's shift's and
+the passes' business, not this correction's).
+
+A process's centre is its fastest pass (centres.py), and the canary after that pass says how fast
+the memory was then. Per benchmark, the slope of the baseline's process centres on those
+readings (log on log) says how much of the memory's slowness its time takes; the whole record,
+the baseline's processes and the candidate's, is scaled by the slope from its reading to the
+median of the baseline's before the gate reads it. Centres, not passes: a benchmark's passes slow
+together for reasons of their own, and a slope fitted on them corrects a centre for noise. A
+correction is only as good as its error: the slope's own variance times the square of how far
+this run's reading lies from the baseline's joins the verdict's variance.
+
+The slope is a ridge estimate (the posterior mean under a normal prior centred on 0,
+GateConfig.memory_slope_prior), so a benchmark whose centres scatter for other reasons, or a
+baseline whose canary hardly moved, is barely corrected and its uncertainty large; and it is never
+negative: slower memory speeds nothing up. Records without a canary per pass (older files, GPU
+timers) are left as they are.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from pytest_tesserabench.record.results import BenchRecord, RunDocument
+
+RESIDUAL_FLOOR = 1e-8  # log^2: centres that agreed exactly still carry a little noise
+MIN_PROCESSES = 4  # baseline processes with a reading before a slope is fitted (the line and its residual)
+
+
+@dataclass(frozen=True)
+class Slope:
+    """One benchmark's share of the memory's slowness (log on log), as the baseline showed it."""
+
+    value: float  # the ridge estimate, >= 0
+    variance: float  # its posterior variance
+    reference: float  # log ms: the canary after the baseline's centres (fastest passes), median over processes
+
+
+@dataclass(frozen=True)
+class MemoryModel:
+    slopes: Mapping[str, Slope] = field(default_factory=dict)  # benchmark id -> its slope
+
+    def adjusted(self, record: BenchRecord) -> BenchRecord:
+        """``record`` scaled from the memory speed after its centre's pass to that of the
+        baseline's centres (the record itself where there is nothing to correct)."""
+        slope = self.slopes.get(record.id)
+        canary = centre_canary(record)
+        if slope is None or canary is None or slope.value == 0.0:
+            return record
+        factor = math.exp(-slope.value * (canary - slope.reference))
+        return replace(record, rounds_ms=[ms * factor for ms in record.rounds_ms])
+
+    def adjusted_run(self, run: RunDocument) -> RunDocument:
+        if not self.slopes:
+            return run
+        return replace(run, benchmarks={i: self.adjusted(r) for i, r in run.benchmarks.items()})
+
+    def move(self, bench_id: str, records: Iterable[BenchRecord]) -> float | None:
+        """How far (log) the memory speed after ``records``' centres (their fastest passes) lies
+        from the baseline's (the median over processes), or None where either has none."""
+        slope = self.slopes.get(bench_id)
+        here = [c for c in (centre_canary(r) for r in records) if c is not None]
+        if slope is None or not here:
+            return None
+        return float(np.median(here)) - slope.reference
+
+    def variance(self, bench_id: str, records: Iterable[BenchRecord]) -> float:
+        """The correction's own variance (log^2) for ``records`` of one benchmark: its slope's
+        variance times the square of their memory speed's move."""
+        moved = self.move(bench_id, records)
+        return 0.0 if moved is None else self.slopes[bench_id].variance * moved**2
+
+
+OFF = MemoryModel()
+
+
+def pass_canaries(record: BenchRecord) -> np.ndarray | None:
+    """The log memory canary after each of ``record``'s passes, or None where it has not exactly
+    one positive reading per pass (or is never gated)."""
+    readings = record.sampling.memory_canary if record.sampling is not None else ()
+    counts = _counts(record)
+    if not record.timing_gated or not readings or len(readings) != len(counts) or sum(counts) > len(record.rounds_ms):
+        return None
+    if not all(0 < ms < math.inf for ms in readings):  # a clock that did not move (a fake's)
+        return None
+    return np.log(np.asarray(readings, dtype=float))
+
+
+def _counts(record: BenchRecord) -> list[int]:
+    passes = list(record.sampling.pass_rounds) if record.sampling is not None else []
+    return passes if len(passes) >= 2 else [len(record.rounds_ms)]
+
+
+def centre_canary(record: BenchRecord) -> float | None:
+    """The log memory canary after the pass the record's centre comes from (its fastest), or None."""
+    canaries = pass_canaries(record)
+    if canaries is None:
+        return None
+    centres = _pass_centres(record)
+    return float(canaries[int(np.nanargmin(centres))]) if np.any(np.isfinite(centres)) else None
+
+
+def fit(runs: list[RunDocument], prior_sd: float) -> MemoryModel:
+    """Each benchmark's slope on the memory canary from the baseline's processes (``runs``: each
+    process a run; MIN_PROCESSES at least), or OFF where the baseline has no canaries or
+    ``prior_sd`` is 0."""
+    if prior_sd <= 0:
+        return OFF
+    slopes = {}
+    for bench_id in dict.fromkeys(i for run in runs for i in run.benchmarks):
+        pairs = []
+        for run in runs:
+            record = run.benchmarks.get(bench_id)
+            canary = centre_canary(record) if record is not None else None
+            if canary is not None:
+                pairs.append((canary, float(np.nanmin(_pass_centres(record)))))
+        if len(pairs) < MIN_PROCESSES:
+            continue
+        x, y = (np.array(column) for column in zip(*pairs))
+        x0, y0 = x - x.mean(), y - y.mean()
+        sxx, sxy = float(x0 @ x0), float(x0 @ y0)
+        least = sxy / sxx if sxx > 0 else 0.0
+        residual = max(float(np.sum((y0 - least * x0) ** 2)) / (len(pairs) - 2), RESIDUAL_FLOOR)
+        precision = sxx + residual / prior_sd**2
+        slopes[bench_id] = Slope(max(sxy / precision, 0.0), residual / precision, float(np.median(x)))
+    return MemoryModel(slopes) if slopes else OFF
+
+
+def _pass_centres(record: BenchRecord) -> np.ndarray:
+    """The log median of each pass's rounds (pass_canaries said the counts fit)."""
+    rounds = np.asarray(record.rounds_ms, dtype=float)
+    counts = _counts(record)
+    parts = np.split(rounds, np.cumsum(counts[:-1]))
+    parts[-1] = rounds[sum(counts[:-1]) :]
+    return np.array([math.log(float(np.median(p[p > 0]))) if np.any(p > 0) else math.nan for p in parts])

@@ -1,0 +1,141 @@
+"""The memory canary as a covariate of history mode (pytest_tesserabench.gate.memory): a benchmark
+that streams memory is judged at the baseline's memory speed, one that does not is left alone."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from pytest_tesserabench.gate import memory
+from pytest_tesserabench.gate.config import GateConfig
+from pytest_tesserabench.gate.pipeline import History, judge_run
+from pytest_tesserabench.record.results import BenchRecord, RunDocument, Sampling, Stats
+
+PASSES, ROUNDS = 4, 12
+STREAM, CACHED = "t.py::test_w[stream]", "t.py::test_w[cached]"
+IDS = (STREAM, CACHED, "t.py::test_w[a]", "t.py::test_w[b]", "t.py::test_w[c]")
+CANARY = 1.4  # memory against cache, at the machine's fast memory speed
+# The memory's slowness (log) in each process of the baseline: most at the fast speed, some not.
+BASELINE_SPEEDS = np.log1p([0.0, 0.0, 0.1, 0.0, 0.2, 0.1])
+SLOW_MEMORY = math.log1p(0.15)  # the candidate's every pass met the memory 15% slower
+
+
+def _record(bench_id, level, memory_level, rng, *, canary=True) -> BenchRecord:
+    """Rounds at ``level`` (log) with a little noise in every pass; the memory canary after each
+    pass at ``memory_level`` (log)."""
+    rounds = [float(math.exp(level + rng.normal(0, 0.004))) for _ in range(PASSES * ROUNDS)]
+    readings = tuple(CANARY * math.exp(memory_level + rng.normal(0, 0.004)) for _ in range(PASSES)) if canary else ()
+    sampling = Sampling(passes=PASSES, pass_rounds=(ROUNDS,) * PASSES, memory_canary=readings)
+    return BenchRecord(bench_id, None, "t.py::test_w", "cpu", rounds, Stats.of(rounds), sampling=sampling)
+
+
+def _run(rng, memory_level, *, slower: dict | None = None, canary=True) -> RunDocument:
+    """One process: STREAM takes all of the memory's slowness, every other benchmark none."""
+    benchmarks = {}
+    for bench_id in IDS:
+        level = math.log(2.0) + math.log1p((slower or {}).get(bench_id, 0.0))
+        level += memory_level if bench_id == STREAM else 0.0
+        benchmarks[bench_id] = _record(bench_id, level, memory_level, rng, canary=canary)
+    return RunDocument(benchmarks=benchmarks, canary_ms=[1.0, 1.0])
+
+
+def _baseline(rng, *, canary=True) -> list[RunDocument]:
+    return [_run(rng, speed, canary=canary) for speed in BASELINE_SPEEDS]
+
+
+def test_the_slope_is_how_much_of_the_memorys_slowness_a_benchmark_takes():
+    model = memory.fit(_baseline(np.random.default_rng(1)), prior_sd=0.5)
+    stream = model.slopes[STREAM]
+    assert stream.value == pytest.approx(1.0, abs=0.1) and 0 < stream.variance < 0.01
+    assert model.slopes[CACHED].value == pytest.approx(0.0, abs=0.1)
+    # The median of the baseline's readings: the correction takes each process there.
+    assert stream.reference == pytest.approx(math.log(CANARY) + float(np.median(BASELINE_SPEEDS)), abs=0.01)
+
+
+def test_a_slope_is_never_negative_and_a_still_canary_or_scattered_centres_teach_little():
+    rng = np.random.default_rng(2)
+    # A benchmark that read faster whenever the memory was slower: chance, not physics.
+    runs = _baseline(rng)
+    for run, speed in zip(runs, BASELINE_SPEEDS):
+        run.benchmarks[CACHED] = _record(CACHED, math.log(2.0) - speed, speed, rng)
+    assert memory.fit(runs, prior_sd=0.5).slopes[CACHED].value == 0.0
+    # The canary read the same in every process: the slope is the prior's, 0, and as uncertain.
+    still = [_run(rng, 0.0) for _ in range(6)]
+    for run in still:
+        for bench_id, record in run.benchmarks.items():
+            sampling = replace(record.sampling, memory_canary=(CANARY,) * PASSES)
+            run.benchmarks[bench_id] = replace(record, sampling=sampling)
+    for prior in (1.0, 0.5):
+        slope = memory.fit(still, prior_sd=prior).slopes[STREAM]
+        assert slope.value == 0.0 and slope.variance == pytest.approx(prior**2)
+    # Centres that scatter 20% for reasons of their own, one of them where the memory was slow:
+    # the prior keeps the slope near 0 (a fit alone would read the scatter as the memory's doing).
+    scattered = _baseline(rng)
+    for run, speed, noise in zip(scattered, BASELINE_SPEEDS, np.log1p([0.0, 0.3, 0.25, -0.1, 0.2, -0.15])):
+        run.benchmarks[CACHED] = _record(CACHED, math.log(2.0) + noise, speed, rng)
+    assert memory.fit(scattered, prior_sd=0.5).slopes[CACHED].value < 0.25
+    # Too few processes to fit a line and its residual: no slope.
+    assert STREAM not in memory.fit(runs[: memory.MIN_PROCESSES - 1], prior_sd=0.5).slopes
+
+
+def test_a_record_is_scaled_from_the_memory_speed_of_its_centres_pass_to_the_baselines():
+    rng = np.random.default_rng(3)
+    model = memory.MemoryModel({STREAM: memory.Slope(0.5, 0.01, math.log(CANARY))})
+    record = _record(STREAM, math.log(2.0), 0.0, rng)
+    readings = np.log1p([0.0, 0.2, 0.0, 0.2]) + math.log(CANARY)
+    record = replace(record, sampling=replace(record.sampling, memory_canary=tuple(np.exp(readings))))
+    adjusted = model.adjusted(record)
+    # Its centre is its fastest pass; the canary after that pass says how fast the memory was then.
+    pass_medians = np.median(np.reshape(record.rounds_ms, (PASSES, ROUNDS)), axis=1)
+    moved = readings[int(np.argmin(pass_medians))] - math.log(CANARY)
+    assert memory.centre_canary(record) == memory.centre_canary(adjusted) == pytest.approx(moved + math.log(CANARY))
+    ratios = np.asarray(adjusted.rounds_ms) / np.asarray(record.rounds_ms)
+    assert ratios == pytest.approx(np.full(len(ratios), math.exp(-0.5 * moved)))
+    assert model.move(STREAM, [adjusted]) == pytest.approx(moved)
+    assert model.variance(STREAM, [adjusted]) == pytest.approx(0.01 * moved**2)
+    # What has no slope, or no canary per pass, is left as it was.
+    cached = _record(CACHED, 0.7, 0.2, rng)
+    assert model.adjusted(cached) is cached
+    bare = _record(STREAM, 0.7, 0.2, rng, canary=False)
+    assert model.adjusted(bare) is bare
+    assert memory.fit([RunDocument(benchmarks={STREAM: bare})] * 6, prior_sd=0.5) is memory.OFF
+
+
+def test_a_benchmark_timed_while_the_memory_was_slow_is_not_a_slowdown():
+    rng = np.random.default_rng(4)
+    baseline = _baseline(rng)
+    candidate = _run(rng, SLOW_MEMORY)
+    without = judge_run(candidate, baseline, GateConfig(memory_slope_prior=0.0))[STREAM]
+    assert without.status != "UNCHANGED"  # the verdict the canary exists to set right
+    verdict = judge_run(candidate, baseline)[STREAM]
+    assert verdict.status == "UNCHANGED", verdict
+    said = [note for note in verdict.notes if note.startswith("the machine's memory read +")]
+    assert said and said[0].endswith("removed"), verdict.notes
+    assert judge_run(candidate, baseline)[CACHED].status == "UNCHANGED"
+
+
+def test_a_slower_code_is_caught_whatever_the_memory_did():
+    rng = np.random.default_rng(5)
+    baseline = _baseline(rng)
+    for memory_level in (0.0, SLOW_MEMORY):
+        candidate = _run(rng, memory_level, slower={STREAM: 0.2, CACHED: 0.2})
+        verdicts = judge_run(candidate, baseline)
+        assert verdicts[STREAM].status == "REGRESSED" and verdicts[STREAM].ratio == pytest.approx(1.2, abs=0.03)
+        assert verdicts[CACHED].status == "REGRESSED" and verdicts[CACHED].ratio == pytest.approx(1.2, abs=0.03)
+
+
+def test_a_baseline_without_the_canary_is_judged_as_before():
+    rng = np.random.default_rng(6)
+    baseline = _baseline(rng, canary=False)
+    candidate = _run(rng, SLOW_MEMORY)
+    assert History.of(baseline).memory is memory.OFF
+    before = judge_run(candidate, baseline, GateConfig(memory_slope_prior=0.0))[STREAM]
+    assert judge_run(candidate, baseline)[STREAM] == before
+
+
+def test_the_prior_is_a_gate_setting():
+    with pytest.raises(ValueError, match="memory_slope_prior"):
+        GateConfig(memory_slope_prior=-1.0)
