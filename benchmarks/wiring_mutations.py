@@ -700,6 +700,13 @@ MUTATIONS = (
         ("tests/gate/test_memory.py",),
     ),
     Mutation(
+        "the memory canary reads the memory against the CPU",
+        "pytest_tesserabench/measure/canary.py",
+        "    return from_memory / from_cache if from_cache > 0 else 0.0",
+        "    return from_memory if from_cache > 0 else 0.0",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
         "the memory canary's slope is never negative",
         "pytest_tesserabench/gate/memory.py",
         "Slope(max(sxy / precision, 0.0),",

@@ -13,15 +13,15 @@ the memory was then. Per benchmark, the slope of the baseline's process centres 
 readings (log on log) says how much of the memory's slowness its time takes; the whole record,
 the baseline's processes and the candidate's, is scaled by the slope from its reading to the
 median of the baseline's before the gate reads it. Centres, not passes: a benchmark's passes slow
-together for reasons of their own, and a slope fitted on them corrects a centre for noise. A
-correction is only as good as its error: the slope's own variance times the square of how far
-this run's reading lies from the baseline's joins the verdict's variance.
+together for reasons of their own, and a slope fitted on them corrects a centre for noise.
 
 The slope is a ridge estimate (the posterior mean under a normal prior centred on 0,
 GateConfig.memory_slope_prior), so a benchmark whose centres scatter for other reasons, or a
-baseline whose canary hardly moved, is barely corrected and its uncertainty large; and it is never
-negative: slower memory speeds nothing up. Records without a canary per pass (older files, GPU
-timers) are left as they are.
+baseline whose canary hardly moved, is barely corrected; and it is never negative: slower memory
+speeds nothing up. The slope's own error is not added to a verdict's variance: the shrinkage
+keeps an uncertain slope near 0, and the term widened every benchmark's interval whenever the
+memory moved, for fewer slowdowns caught and hardly fewer false alarms (the pipeline simulation).
+Records without a canary per pass (older files, GPU timers) are left as they are.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ class Slope:
     """One benchmark's share of the memory's slowness (log on log), as the baseline showed it."""
 
     value: float  # the ridge estimate, >= 0
-    variance: float  # its posterior variance
     reference: float  # log ms: the canary after the baseline's centres (fastest passes), median over processes
 
 
@@ -74,12 +73,6 @@ class MemoryModel:
         if slope is None or not here:
             return None
         return float(np.median(here)) - slope.reference
-
-    def variance(self, bench_id: str, records: Iterable[BenchRecord]) -> float:
-        """The correction's own variance (log^2) for ``records`` of one benchmark: its slope's
-        variance times the square of their memory speed's move."""
-        moved = self.move(bench_id, records)
-        return 0.0 if moved is None else self.slopes[bench_id].variance * moved**2
 
 
 OFF = MemoryModel()
@@ -133,7 +126,7 @@ def fit(runs: list[RunDocument], prior_sd: float) -> MemoryModel:
         least = sxy / sxx if sxx > 0 else 0.0
         residual = max(float(np.sum((y0 - least * x0) ** 2)) / (len(pairs) - 2), RESIDUAL_FLOOR)
         precision = sxx + residual / prior_sd**2
-        slopes[bench_id] = Slope(max(sxy / precision, 0.0), residual / precision, float(np.median(x)))
+        slopes[bench_id] = Slope(max(sxy / precision, 0.0), float(np.median(x)))
     return MemoryModel(slopes) if slopes else OFF
 
 

@@ -227,8 +227,7 @@ class History:
                 later_together=True,
             )
             saves = len({self.saves[j] for j, _ in kept}) if self.saves else nc.n_base[0]
-            corrected = self.memory.variance(bench_id, candidates)
-            gated.append((record, nc, kernels, history, shift, busy, len(candidates), saves, corrected, candidates))
+            gated.append((record, nc, kernels, history, shift, busy, len(candidates), saves, candidates))
         if gated:
             verdicts.update(self._decide(gated, m, thresholds))
         return conditions.review(records, verdicts, self.runs, self.config) if self.timings else verdicts
@@ -286,7 +285,7 @@ class History:
         nc_all = concat_components(g[1] for g in gated)
         prior = np.array([self.priors.get(g[0].id, config.between_run_floor**2) for g in gated])
         theta = np.array([thresholds.get(g[0].id, config.threshold) for g in gated], dtype=float)
-        shift_var = np.array([(g[4].variance if g[4] is not None else 0.0) + g[8] for g in gated])
+        shift_var = np.array([g[4].variance if g[4] is not None else 0.0 for g in gated])
         shift_df = np.array([g[4].df if g[4] is not None else np.inf for g in gated])
         unalike = np.array([g[4].unalike ** 2 if g[4] is not None else 0.0 for g in gated])
         removed = np.array([g[4].value if g[4] is not None else 0.0 for g in gated])
@@ -296,7 +295,7 @@ class History:
             unalike_var=unalike, shift=removed, process_share=self.process_share, base_runs=saves,
         )  # fmt: skip
         verdicts = {}
-        for i, (record, nc, kernels, history, shift, busy, processes, _, _, candidates) in enumerate(gated):
+        for i, (record, nc, kernels, history, shift, busy, processes, _, candidates) in enumerate(gated):
             status, stage = str(dec.status[i]), str(dec.stage[i])
             ratio = math.exp(float(dec.diff[i]))
             notes = list(kernels.notes)

@@ -26,6 +26,9 @@ MACHINES = {
     # one benchmark of two threads, which reads the machine's slow moments for parallel work (in
     # saves and candidates alike, for a whole process), and the pool canary beside it
     "quiet, two-thread slow phases": Machine(slow_phase_rate=0.2),
+    # one benchmark that streams memory, whose passes meet the machine's memory at its speed of
+    # the moment, a whole run in a slow stretch now and then; the memory canary beside each pass
+    "quiet, memory stretches": Machine(memory_rate=0.25),
 }
 
 
