@@ -36,9 +36,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "gate"))
+from gate_rejudge import gate_config  # noqa: E402  (this script's folder is on the path)
 from pipeline_simulation import Machine, Tally, simulate, suite_rule  # noqa: E402
 
-from pytest_tesserabench.gate import GateConfig  # noqa: E402
 from pytest_tesserabench.gate.pipeline import History, judge_run  # noqa: E402
 from pytest_tesserabench.record.results import Verdict  # noqa: E402
 
@@ -74,7 +74,7 @@ def main() -> None:
         "--config", action="append", default=[], metavar="FIELD=VALUE", help="a GateConfig field (repeatable)"
     )
     args = parser.parse_args()
-    config = _config(args.config)
+    config = gate_config(args.config)
     rules = {"gate (history)": lambda c, b: judge_run(c, b, config)}
     if not args.gate_only:
         rules["pytest-benchmark median:5%"] = fixed_rule
@@ -120,17 +120,6 @@ def main() -> None:
                 flush=True,
             )
             print(f"  ({time.perf_counter() - began:.0f} s)", file=sys.stderr)
-
-
-def _config(pairs: list[str]) -> GateConfig:
-    """GateConfig with FIELD=VALUE pairs (numbers) changed, for an experiment."""
-    fields = {}
-    for pair in pairs:
-        name, _, value = pair.partition("=")
-        if name not in GateConfig.__dataclass_fields__:
-            raise SystemExit(f"--config {pair}: GateConfig has no field {name!r}")
-        fields[name] = float(value)
-    return GateConfig(**fields)
 
 
 if __name__ == "__main__":

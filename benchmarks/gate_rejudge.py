@@ -51,7 +51,7 @@ def main() -> int:
         "--set", choices=("tuning", "heldout", "threads"), default="tuning", help="the workloads gate_real.py measured"
     )
     args = parser.parse_args()
-    config = _config(args.config)
+    config = gate_config(args.config)
     slowed = gate_real.WorkloadSet.named(args.set).slowed
     candidates = sorted(args.kept.glob("*.json"))
     if not candidates:
@@ -84,7 +84,7 @@ def main() -> int:
     return 0
 
 
-def _config(pairs: list[str]) -> GateConfig:
+def gate_config(pairs: list[str]) -> GateConfig:
     """GateConfig with FIELD=VALUE changes, each converted to the field's type."""
     types = {f.name: type(f.default) for f in dataclasses.fields(GateConfig)}
     changes = {}

@@ -707,6 +707,27 @@ MUTATIONS = (
         ("tests/gate/test_memory.py",),
     ),
     Mutation(
+        "the run's shift is read from memory-corrected centres",
+        "pytest_tesserabench/gate/pipeline.py",
+        "    centre = log_centre(history.memory.adjusted(record))",
+        "    centre = log_centre(record)",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
+        "the run's shift is read from memory-corrected earlier passes",
+        "pytest_tesserabench/gate/pipeline.py",
+        "earlier_passes_centre(history.memory.adjusted(r))",
+        "earlier_passes_centre(r)",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
+        "the suite-wide shift is read from memory-corrected centres",
+        "pytest_tesserabench/gate/pipeline.py",
+        "        records = [self.memory.adjusted(r) for r in records]\n        return records_suite_shift(",
+        "        records = list(records)\n        return records_suite_shift(",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
         "the memory canary's slope is never negative",
         "pytest_tesserabench/gate/memory.py",
         "Slope(max(sxy / precision, 0.0),",

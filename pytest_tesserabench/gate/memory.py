@@ -32,6 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from pytest_tesserabench.gate.centres import log_centre, pass_centres
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
 
 RESIDUAL_FLOOR = 1e-8  # log^2: centres that agreed exactly still carry a little noise
@@ -43,7 +44,7 @@ class Slope:
     """One benchmark's share of the memory's slowness (log on log), as the baseline showed it."""
 
     value: float  # the ridge estimate, >= 0
-    reference: float  # log ms: the canary after the baseline's centres (fastest passes), median over processes
+    reference: float  # log: the canary (a ratio) after the baseline's centres (fastest passes), median over processes
 
 
 @dataclass(frozen=True)
@@ -82,17 +83,9 @@ def pass_canaries(record: BenchRecord) -> np.ndarray | None:
     """The log memory canary after each of ``record``'s passes, or None where it has not exactly
     one positive reading per pass (or is never gated)."""
     readings = record.sampling.memory_canary if record.sampling is not None else ()
-    counts = _counts(record)
-    if not record.timing_gated or not readings or len(readings) != len(counts) or sum(counts) > len(record.rounds_ms):
+    if not readings or not all(0 < r < math.inf for r in readings):  # (0: a clock that did not move, a fake's)
         return None
-    if not all(0 < ms < math.inf for ms in readings):  # a clock that did not move (a fake's)
-        return None
-    return np.log(np.asarray(readings, dtype=float))
-
-
-def _counts(record: BenchRecord) -> list[int]:
-    passes = list(record.sampling.pass_rounds) if record.sampling is not None else []
-    return passes if len(passes) >= 2 else [len(record.rounds_ms)]
+    return np.log(np.asarray(readings, dtype=float)) if len(pass_centres(record)) == len(readings) else None
 
 
 def centre_canary(record: BenchRecord) -> float | None:
@@ -100,8 +93,7 @@ def centre_canary(record: BenchRecord) -> float | None:
     canaries = pass_canaries(record)
     if canaries is None:
         return None
-    centres = _pass_centres(record)
-    return float(canaries[int(np.nanargmin(centres))]) if np.any(np.isfinite(centres)) else None
+    return float(canaries[int(np.argmin(pass_centres(record)))])
 
 
 def fit(runs: list[RunDocument], prior_sd: float) -> MemoryModel:
@@ -117,7 +109,7 @@ def fit(runs: list[RunDocument], prior_sd: float) -> MemoryModel:
             record = run.benchmarks.get(bench_id)
             canary = centre_canary(record) if record is not None else None
             if canary is not None:
-                pairs.append((canary, float(np.nanmin(_pass_centres(record)))))
+                pairs.append((canary, log_centre(record)))
         if len(pairs) < MIN_PROCESSES:
             continue
         x, y = (np.array(column) for column in zip(*pairs))
@@ -128,12 +120,3 @@ def fit(runs: list[RunDocument], prior_sd: float) -> MemoryModel:
         precision = sxx + residual / prior_sd**2
         slopes[bench_id] = Slope(max(sxy / precision, 0.0), float(np.median(x)))
     return MemoryModel(slopes) if slopes else OFF
-
-
-def _pass_centres(record: BenchRecord) -> np.ndarray:
-    """The log median of each pass's rounds (pass_canaries said the counts fit)."""
-    rounds = np.asarray(record.rounds_ms, dtype=float)
-    counts = _counts(record)
-    parts = np.split(rounds, np.cumsum(counts[:-1]))
-    parts[-1] = rounds[sum(counts[:-1]) :]
-    return np.array([math.log(float(np.median(p[p > 0]))) if np.any(p > 0) else math.nan for p in parts])

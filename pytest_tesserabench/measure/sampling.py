@@ -217,13 +217,11 @@ def measure(
             result.noisy = stop != _CONVERGED
             break
     result.elapsed_s = ranks.max([clock() - measuring_since])[0]
-    if ranks.size == 1 and timer.name == "cpu":
-        from pytest_tesserabench.measure import canary
+    from pytest_tesserabench.measure import canary  # (numpy-free to import; torch only where the test loaded it)
 
+    if ranks.size == 1 and timer.name == "cpu":
         result.memory_canary.append(canary.measure_memory_canary())
     if ranks.size == 1 and result.others_wall_s > 0:
-        from pytest_tesserabench.measure import canary  # (numpy-free; torch only where the test loaded it)
-
         cpus = result.own_cpu_s / result.others_wall_s
         if cpus >= canary.POOL_CPUS:
             pool = canary.measure_pool_canary(round(cpus))

@@ -154,3 +154,30 @@ def test_the_canary_reads_the_memory_against_the_cpu(monkeypatch, cpu):
 
     monkeypatch.setattr(canary, "CpuTimer", Timer)
     assert canary.measure_memory_canary() == pytest.approx(1.4)
+
+
+@pytest.mark.parametrize("cached_first", [True, False])
+def test_the_runs_shift_is_read_from_corrected_centres(cached_first):
+    # Four benchmarks that stream memory and one that does not: uncorrected, the four would read
+    # the slow memory as this run's shared shift, and removing it would make the fifth faster.
+    # Measured first, its shift comes from the others' earlier passes; last, from their centres.
+    rng = np.random.default_rng(7)
+
+    def run(memory_level):
+        benchmarks = {}
+        for bench_id in IDS:
+            streams = bench_id != CACHED
+            level = math.log(2.0) + (memory_level if streams else 0.0)
+            benchmarks[bench_id] = _record(bench_id, level, memory_level, rng)
+        others = [i for i in IDS if i != CACHED]
+        order = [CACHED, *others] if cached_first else [*others, CACHED]
+        return RunDocument(benchmarks=benchmarks, canary_ms=[1.0, 1.0], measured_order=order)
+
+    baseline = [run(speed) for speed in BASELINE_SPEEDS]
+    candidate = run(SLOW_MEMORY)
+    verdict = judge_run(candidate, baseline)[CACHED]
+    assert verdict.status == "UNCHANGED" and verdict.ratio == pytest.approx(1.0, abs=0.02), verdict
+    assert abs(verdict.shift) < 0.02
+    # Nor is the slow memory a slowdown of the whole suite.
+    suite = History.of(baseline).suite_shift(candidate.benchmarks.values(), math.log(1.0))
+    assert abs(suite.shift) < 0.02 and not suite.failed
