@@ -46,6 +46,7 @@ WORKLOADS = {  # name -> (kind, base size): sizes give about 0.3, 0.6, 1, 2, 3.5
     "w_matmul": ("matmul", 65),
 }
 SLOWED = ("w_dict", "w_sieve")  # the two workloads a slowed version makes slower
+SETS = ("tuning", "heldout", "threads", "memory")  # tuning: the six above; the rest: benchmarks/gate_NAME.py
 SUITE = "(suite-wide shift)"  # the outcome of a whole run of ours: failed by its suite-wide shift or not
 VERSIONS = {"v0": 1.0, "slow5": 1.05, "slow10": 1.10, "slow20": 1.20}
 
@@ -129,7 +130,7 @@ class WorkloadSet:
 
     @classmethod
     def named(cls, name: str) -> WorkloadSet:
-        if name in ("heldout", "threads"):
+        if name != "tuning":
             sys.path.insert(0, str(Path(__file__).parent))
             held_out = __import__(f"gate_{name}")
             return cls(held_out.NAMES, held_out.SLOWED, held_out.MODULE.format, needs_torch=name == "heldout")
@@ -242,11 +243,12 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5, help="candidate runs per version, mode and condition")
     parser.add_argument(
         "--set",
-        choices=("tuning", "heldout", "threads"),
+        choices=SETS,
         default="tuning",
         help="the workloads: tuning (six pure-Python ones, those the gate was shaped on), heldout "
-        "(benchmarks/gate_heldout.py: torch, numpy and the standard library, never tuned on) or threads "
-        "(benchmarks/gate_threads.py: BLAS, scipy and Python threads without torch, never tuned on)",
+        "(benchmarks/gate_heldout.py: torch, numpy and the standard library, never tuned on), threads "
+        "(benchmarks/gate_threads.py: BLAS, scipy and Python threads without torch, never tuned on) or memory "
+        "(benchmarks/gate_memory.py: memory streams, random reads and allocation, never tuned on)",
     )
     parser.add_argument("--conditions", default="quiet,loaded")
     parser.add_argument(

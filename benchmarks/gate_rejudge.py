@@ -47,9 +47,7 @@ def main() -> int:
         default="kept",
         help="the fresh processes the run files kept: judged as the plugin judged them, or left out",
     )
-    parser.add_argument(
-        "--set", choices=("tuning", "heldout", "threads"), default="tuning", help="the workloads gate_real.py measured"
-    )
+    parser.add_argument("--set", choices=gate_real.SETS, default="tuning", help="the workloads gate_real.py measured")
     args = parser.parse_args()
     config = gate_config(args.config)
     slowed = gate_real.WorkloadSet.named(args.set).slowed

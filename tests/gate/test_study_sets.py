@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import gate_real  # noqa: E402
 
 
-@pytest.mark.parametrize("name", ["tuning", "heldout", "threads"])
+@pytest.mark.parametrize("name", gate_real.SETS)
 def test_every_version_of_a_set_runs_its_workloads(name):
     workloads = gate_real.WorkloadSet.named(name)
     assert set(workloads.slowed) <= set(workloads.names)
