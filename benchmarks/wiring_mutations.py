@@ -728,6 +728,13 @@ MUTATIONS = (
         ("tests/gate/test_memory.py",),
     ),
     Mutation(
+        "a fresh process's reading is said at the baseline's memory speed",
+        "pytest_tesserabench/gate/pipeline.py",
+        "centre = log_centre(memory_model.adjusted(fresh)) if fresh",
+        "centre = log_centre(fresh) if fresh",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
         "the memory canary's slope is never negative",
         "pytest_tesserabench/gate/memory.py",
         "Slope(max(sxy / precision, 0.0),",

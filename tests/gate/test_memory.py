@@ -181,3 +181,22 @@ def test_the_runs_shift_is_read_from_corrected_centres(cached_first):
     # Nor is the slow memory a slowdown of the whole suite.
     suite = History.of(baseline).suite_shift(candidate.benchmarks.values(), math.log(1.0))
     assert abs(suite.shift) < 0.02 and not suite.failed
+
+
+def test_a_fresh_processs_reading_is_said_at_the_baselines_memory_speed():
+    from pytest_tesserabench.gate.pipeline import Processes, _processes_note
+    from pytest_tesserabench.record.results import Verdict
+
+    # This process met the memory at its fast speed; the fresh one met it 15% slower and read
+    # 15% slower. Corrected as the verdict is, the fresh process read what this one did.
+    rng = np.random.default_rng(8)
+    model = memory.MemoryModel({STREAM: memory.Slope(1.0, math.log(CANARY))})
+    here = _record(STREAM, math.log(2.0), 0.0, rng)
+    fresh = _record(STREAM, math.log(2.0) + SLOW_MEMORY, SLOW_MEMORY, rng)
+    first = Verdict(id=STREAM, status="REGRESSED", ratio=1.2)
+    said = _processes_note(here, first, Processes([{STREAM: fresh}], seconds=1.0), model)
+    assert said.startswith("measured again in 1 fresh process(es): +20.") and "(here +20.0%" in said, said
+    # Uncorrected, it would have read 1.2 x 1.15.
+    assert _processes_note(here, first, Processes([{STREAM: fresh}]), memory.OFF).startswith(
+        "measured again in 1 fresh process(es): +38."
+    )
