@@ -36,7 +36,9 @@ The machine, in log time, per benchmark b of a suite (each level a draw, each dr
   own: slow (+8% to +25%) with probability 0.2, or 0.8 in a run the machine spends in a slow
   stretch (a run's draw, with probability ``memory_rate``; saves and candidates alike), as a
   shared host's memory reads from one second to the next. After each pass and block the memory
-  canary (measure/canary.py) reads the same moment with 1% noise, for every benchmark;
+  canary (measure/canary.py) reads the same moment with 1% noise, for every benchmark. With
+  ``memory_whole_runs`` a run in a stretch meets it in every pass and fresh block at one level,
+  and the canary's noise is ``memory_noise``, as the CI VM's did (its readings scatter 4-8%);
 * a **round** adds round noise (sd ``round_sd[b]``) and now and then a spike (+10-50%).
 
 A baseline is ``history`` saves, each the session's process in 4 passes and ``save_processes``
@@ -87,6 +89,8 @@ class Machine:
     unsteady_rate: float = 0.0
     slow_phase_rate: float = 0.0
     memory_rate: float = 0.0
+    memory_noise: float = 0.01  # the memory canary's own noise per reading (log sd)
+    memory_whole_runs: bool = False  # a run in a slow stretch meets it in every pass and fresh block, at one level
     spike_rate: float = 0.05
     busy_save: float = 0.1  # probability that a baseline save's session process ran on a busy machine
 
@@ -235,10 +239,14 @@ def make_run(
         pool = tuple(float(p) for p in POOL_MS * np.exp(rng.uniform(0.7, 1.6) * slow[0] + noise))
     memory = None  # (drawn only on machines with memory stretches) per benchmark, process and pass: log
     if suite.streaming is not None:
-        slow_rate = 0.8 if rng.random() < machine.memory_rate else 0.2
-        slow_now = rng.random((m, 1 + fresh, PASSES)) < slow_rate
-        memory = slow_now * np.log1p(rng.uniform(0.08, 0.25, (m, 1 + fresh, PASSES)))
-        readings = MEMORY_RATIO * np.exp(memory + rng.normal(0.0, 0.01, memory.shape))
+        if machine.memory_whole_runs:
+            stretch = rng.random() < machine.memory_rate
+            memory = np.full((m, 1 + fresh, PASSES), stretch * math.log1p(rng.uniform(0.08, 0.25)))
+        else:
+            slow_rate = 0.8 if rng.random() < machine.memory_rate else 0.2
+            slow_now = rng.random((m, 1 + fresh, PASSES)) < slow_rate
+            memory = slow_now * np.log1p(rng.uniform(0.08, 0.25, (m, 1 + fresh, PASSES)))
+        readings = MEMORY_RATIO * np.exp(memory + rng.normal(0.0, machine.memory_noise, memory.shape))
 
     def memory_of(b: int, k: int):
         """(the memory's move for benchmark b's passes in process k: what it takes; the canary's readings)"""
