@@ -735,6 +735,20 @@ MUTATIONS = (
         ("tests/gate/test_memory.py",),
     ),
     Mutation(
+        "a slowdown past the slowest memory the baseline met says its correction is a guess",
+        "pytest_tesserabench/gate/memory.py",
+        "if slope is None or not here or float(np.median(here)) <= slope.slowest:",
+        "if slope is None or not here:",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
+        "only a slowdown's verdict says the memory was past the baseline's",
+        "pytest_tesserabench/gate/pipeline.py",
+        'beyond = self.memory.beyond(bench_id, candidates) if status == "REGRESSED" else None',
+        "beyond = self.memory.beyond(bench_id, candidates)",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
         "the memory canary's slope is never negative",
         "pytest_tesserabench/gate/memory.py",
         "Slope(max(sxy / precision, 0.0),",

@@ -45,6 +45,7 @@ class Slope:
 
     value: float  # the ridge estimate, >= 0
     reference: float  # log: the canary (a ratio) after the baseline's centres (fastest passes), median over processes
+    slowest: float = math.inf  # log: the highest of those readings, the slowest memory the slope was fitted on
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,16 @@ class MemoryModel:
         if slope is None or not here:
             return None
         return float(np.median(here)) - slope.reference
+
+    def beyond(self, bench_id: str, records: Iterable[BenchRecord]) -> float | None:
+        """How far (log) the memory speed after ``records``' centres (the median over them) lies
+        past the slowest the baseline's slope was fitted on, where it does: there the slope says
+        nothing, as a baseline whose saves all met a fast memory learns no slope at all."""
+        slope = self.slopes.get(bench_id)
+        here = [c for c in (centre_canary(r) for r in records) if c is not None]
+        if slope is None or not here or float(np.median(here)) <= slope.slowest:
+            return None
+        return float(np.median(here)) - slope.slowest
 
 
 OFF = MemoryModel()
@@ -118,5 +129,5 @@ def fit(runs: list[RunDocument], prior_sd: float) -> MemoryModel:
         least = sxy / sxx if sxx > 0 else 0.0
         residual = max(float(np.sum((y0 - least * x0) ** 2)) / (len(pairs) - 2), RESIDUAL_FLOOR)
         precision = sxx + residual / prior_sd**2
-        slopes[bench_id] = Slope(max(sxy / precision, 0.0), float(np.median(x)))
+        slopes[bench_id] = Slope(max(sxy / precision, 0.0), float(np.median(x)), float(np.max(x)))
     return MemoryModel(slopes) if slopes else OFF

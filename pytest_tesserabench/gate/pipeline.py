@@ -232,17 +232,29 @@ class History:
             verdicts.update(self._decide(gated, m, thresholds))
         return conditions.review(records, verdicts, self.runs, self.config) if self.timings else verdicts
 
-    def _memory_note(self, bench_id: str, candidates: list[BenchRecord]) -> list[str]:
-        """What the memory canary's correction removed from this run's centre, where it is 1% or more."""
+    def _memory_note(self, bench_id: str, candidates: list[BenchRecord], status: str) -> list[str]:
+        """What the memory canary's correction removed from this run's centre, where it is 1% or
+        more; and for a slowdown, where the memory was slower than in any process of the baseline,
+        that the correction is a guess there (a note, not a softening: most benchmarks do not
+        stream memory, and a rule that doubted them all would miss their slowdowns)."""
         moved = self.memory.move(bench_id, candidates)
-        removed = self.memory.slopes[bench_id].value * moved if moved is not None else 0.0
-        if abs(removed) < 0.01:
-            return []
-        return [
-            f"the machine's memory read {pct(math.exp(moved))} against the baseline's (memory canary, after the "
-            f"passes the centres come from); this benchmark takes {self.memory.slopes[bench_id].value:.2f} of it, "
-            f"{pct(math.exp(removed))} removed"
-        ]
+        slope = self.memory.slopes.get(bench_id)
+        removed = slope.value * moved if moved is not None and slope is not None else 0.0
+        notes = []
+        if abs(removed) >= 0.01:
+            notes.append(
+                f"the machine's memory read {pct(math.exp(moved))} against the baseline's (memory canary, after the "
+                f"passes the centres come from); this benchmark takes {slope.value:.2f} of it, "
+                f"{pct(math.exp(removed))} removed"
+            )
+        beyond = self.memory.beyond(bench_id, candidates) if status == "REGRESSED" else None
+        if beyond is not None and moved is not None:
+            notes.append(
+                f"the memory read {pct(math.exp(moved))}, {pct(math.exp(beyond))} past the slowest any process of the "
+                f"baseline met: how much of it this benchmark takes the baseline cannot tell; if it streams "
+                f"memory, --bench-ab=REF measures both sides at the same memory speed"
+            )
+        return notes
 
     def _kept(self, bench_id: str) -> tuple[list[tuple[int, BenchRecord]], list[float]]:
         """(the baseline's timed records of one benchmark by run index, less those left out; the
@@ -308,7 +320,7 @@ class History:
                 notes.append(f"this run's shared shift {pct(math.exp(shift.value))} removed ({shift.source}{unalike})")
             elif shift is not None and shift.canary_moved:
                 notes.append(f"no shared shift removed: {shift.source}")
-            notes.extend(self._memory_note(record.id, candidates))
+            notes.extend(self._memory_note(record.id, candidates, status))
             severity = severity_of(ratio) if status == "REGRESSED" else None
             if status in ("REGRESSED", "INCONCLUSIVE"):  # not faster: a worse new config counts
                 kernels = kernels.with_config_regressions()

@@ -4,6 +4,7 @@ that streams memory is judged at the baseline's memory speed, one that does not 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -200,3 +201,20 @@ def test_a_fresh_processs_reading_is_said_at_the_baselines_memory_speed():
     assert _processes_note(here, first, Processes([{STREAM: fresh}]), memory.OFF).startswith(
         "measured again in 1 fresh process(es): +38."
     )
+
+
+def test_a_slowdown_timed_past_the_slowest_memory_the_baseline_met_says_its_correction_is_a_guess():
+    rng = np.random.default_rng(9)
+    baseline = _baseline(rng)  # the memory at most 20% slow in any of its processes
+    past = math.log1p(0.35)
+    verdicts = judge_run(_run(rng, past, slower={CACHED: 0.2}), baseline)
+    said = [n for n in verdicts[CACHED].notes if "past the slowest any process of the baseline met" in n]
+    assert verdicts[CACHED].status == "REGRESSED" and said, verdicts[CACHED]
+    # +35% against the fast memory is +29% against the baseline's median reading, +12.5% past its slowest.
+    moved, beyond = (float(x) for x in re.match(r"the memory read \+([\d.]+)%, \+([\d.]+)% past", said[0]).groups())
+    assert moved == pytest.approx(28.7, abs=1.5) and beyond == pytest.approx(12.5, abs=1.5), said
+    assert "--bench-ab=REF" in said[0]
+    # Not for a verdict that is no slowdown, nor where the memory was as slow as the baseline met.
+    assert not any("past the slowest" in n for n in verdicts["t.py::test_w[a]"].notes)
+    within = judge_run(_run(rng, SLOW_MEMORY, slower={CACHED: 0.2}), baseline)[CACHED]
+    assert within.status == "REGRESSED" and not any("past the slowest" in n for n in within.notes)
