@@ -471,8 +471,11 @@ def test_served_processes_measure_pinned_to_one_cpu_single_threaded_each_with_it
 
 
 def test_a_thread_pool_a_conftest_sizes_is_said_where_the_served_processes_start(repo, tmp_path, monkeypatch):
-    # a conftest below the rootdir is read after the header's pinning line was written
-    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    # a conftest below the rootdir is read after the header's pinning line was written; it sets
+    # the variable in this process too (pytester runs in it): setenv first, so that monkeypatch
+    # puts back what was there before (a delenv of an absent variable records nothing)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.delenv("OMP_NUM_THREADS")
     seen = tmp_path / "seen"
     monkeypatch.setenv("SEEN_LOG", str(seen))
     (repo.path / "sub").mkdir()
