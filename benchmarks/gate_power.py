@@ -52,7 +52,7 @@ MACHINES = {
     "quiet, unsteady": Machine(unsteady_rate=0.1),
     "quiet, two-thread slow phases": Machine(slow_phase_rate=0.2),
     "quiet, memory stretches": Machine(memory_rate=0.25),
-    # not asserted by the tests: the gate sits at the edge of its promise there (docs/gate-evidence.md, 2026-11-29)
+    # not asserted by the tests: the gate sits at the edge of its promise there, the bar for a better memory model
     "quiet, memory stretches of whole runs": Machine(memory_rate=0.25, memory_noise=0.05, memory_whole_runs=True),
 }
 

@@ -737,8 +737,8 @@ MUTATIONS = (
     Mutation(
         "a slowdown past the slowest memory the baseline met says its correction is a guess",
         "pytest_tesserabench/gate/memory.py",
-        "if slope is None or not here or float(np.median(here)) <= slope.slowest:",
-        "if slope is None or not here:",
+        "or here is None or here <= slope.slowest else",
+        "or here is None else",
         ("tests/gate/test_memory.py",),
     ),
     Mutation(
@@ -746,6 +746,13 @@ MUTATIONS = (
         "pytest_tesserabench/gate/pipeline.py",
         'beyond = self.memory.beyond(bench_id, candidates) if status == "REGRESSED" else None',
         "beyond = self.memory.beyond(bench_id, candidates)",
+        ("tests/gate/test_memory.py",),
+    ),
+    Mutation(
+        "the memory canary times its two kinds of sum in turn",
+        "pytest_tesserabench/measure/canary.py",
+        "    times = [(memory.round(1)[0], cache.round(1)[0]) for _ in range(MEMORY_CALLS)]",
+        "    times = list(zip(memory.round(MEMORY_CALLS), cache.round(MEMORY_CALLS)))",
         ("tests/gate/test_memory.py",),
     ),
     Mutation(

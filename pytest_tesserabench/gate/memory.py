@@ -70,21 +70,23 @@ class MemoryModel:
     def move(self, bench_id: str, records: Iterable[BenchRecord]) -> float | None:
         """How far (log) the memory speed after ``records``' centres (their fastest passes) lies
         from the baseline's (the median over processes), or None where either has none."""
+        here = _median_reading(records)
         slope = self.slopes.get(bench_id)
-        here = [c for c in (centre_canary(r) for r in records) if c is not None]
-        if slope is None or not here:
-            return None
-        return float(np.median(here)) - slope.reference
+        return None if slope is None or here is None else here - slope.reference
 
     def beyond(self, bench_id: str, records: Iterable[BenchRecord]) -> float | None:
-        """How far (log) the memory speed after ``records``' centres (the median over them) lies
-        past the slowest the baseline's slope was fitted on, where it does: there the slope says
-        nothing, as a baseline whose saves all met a fast memory learns no slope at all."""
+        """How far (log) the memory speed after ``records``' centres lies past the slowest the
+        baseline's slope was fitted on, where it does: there the slope says nothing, as a baseline
+        whose saves all met a fast memory learns no slope at all."""
+        here = _median_reading(records)
         slope = self.slopes.get(bench_id)
-        here = [c for c in (centre_canary(r) for r in records) if c is not None]
-        if slope is None or not here or float(np.median(here)) <= slope.slowest:
-            return None
-        return float(np.median(here)) - slope.slowest
+        return None if slope is None or here is None or here <= slope.slowest else here - slope.slowest
+
+
+def _median_reading(records: Iterable[BenchRecord]) -> float | None:
+    """The median (log) of the memory canary after each record's centre, or None where none has one."""
+    here = [c for c in (centre_canary(r) for r in records) if c is not None]
+    return float(np.median(here)) if here else None
 
 
 OFF = MemoryModel()

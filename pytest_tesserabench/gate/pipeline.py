@@ -248,7 +248,7 @@ class History:
                 f"{pct(math.exp(removed))} removed"
             )
         beyond = self.memory.beyond(bench_id, candidates) if status == "REGRESSED" else None
-        if beyond is not None and moved is not None:
+        if beyond is not None:  # (then moved is not None either: the same slope and readings)
             notes.append(
                 f"the memory read {pct(math.exp(moved))}, {pct(math.exp(beyond))} past the slowest any process of the "
                 f"baseline met: how much of it this benchmark takes the baseline cannot tell; if it streams "

@@ -130,8 +130,8 @@ def measure_memory_canary() -> float:
     cached = np.broadcast_to(data[:CACHED_VALUES], (MEMORY_VALUES // CACHED_VALUES, CACHED_VALUES))
     np.sum(data), np.sum(cached)  # untimed: code loaded, the small array in cache
     # In turn, so that both kinds of sum meet the same moments of the CPU (a core waking from idle
-    # or from another kind of work): timed one kind after the other, the ratio scattered 5% on a
-    # quiet VM from one reading to the next, in turn 3%.
+    # or from another kind of work slows both for a while): timed one kind after the other, the
+    # two kinds met different moments, and the ratio read them as the memory's.
     memory, cache = CpuTimer(lambda: np.sum(data)), CpuTimer(lambda: np.sum(cached))
     times = [(memory.round(1)[0], cache.round(1)[0]) for _ in range(MEMORY_CALLS)]
     from_memory, from_cache = min(t[0] for t in times), min(t[1] for t in times)

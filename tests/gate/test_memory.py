@@ -157,6 +157,26 @@ def test_the_canary_reads_the_memory_against_the_cpu(monkeypatch, cpu):
     assert canary.measure_memory_canary() == pytest.approx(1.4)
 
 
+def test_the_canary_times_its_two_kinds_of_sum_in_turn(monkeypatch):
+    from pytest_tesserabench.measure import canary
+
+    # Each kind's sums meet the moments of the CPU the other's meet: a core waking up slows the
+    # first sums of each kind, not the whole of one kind.
+    order, kinds = [], iter(["memory", "cache"])  # the canary makes the memory's timer first
+
+    class Timer:
+        def __init__(self, call):
+            self.kind = next(kinds)
+
+        def round(self, samples):
+            order.extend([self.kind] * samples)
+            return [1.0] * samples
+
+    monkeypatch.setattr(canary, "CpuTimer", Timer)
+    canary.measure_memory_canary()
+    assert order == ["memory", "cache"] * canary.MEMORY_CALLS
+
+
 @pytest.mark.parametrize("cached_first", [True, False])
 def test_the_runs_shift_is_read_from_corrected_centres(cached_first):
     # Four benchmarks that stream memory and one that does not: uncorrected, the four would read
