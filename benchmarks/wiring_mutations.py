@@ -1051,6 +1051,27 @@ MUTATIONS = (
         (CONFIRM,),
     ),
     Mutation(
+        "a save names left-out processes that are its own as such",
+        "pytest_tesserabench/gate/pipeline.py",
+        "all(self.saves[j] == newest for j in slow)",
+        "False",
+        (CONFIRM,),
+    ),
+    Mutation(
+        "a run measured otherwise than its baseline is refused before measuring",
+        "pytest_tesserabench/plugin.py",
+        "            _refuse_measuring_otherwise(state)\n",
+        "            pass\n",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "tesserabench history asks for ruptures whatever the history's length",
+        "pytest_tesserabench/cli.py",
+        "        ruptures_library()\n    except MissingLibrary as exc:\n",
+        "        pass\n    except MissingLibrary as exc:\n",
+        ("tests/gate/test_history_steps.py",),
+    ),
+    Mutation(
         "a save that cannot judge some benchmarks says when the machine's speed moved within the run",
         "pytest_tesserabench/outputs.py",
         "moved = speed_moved(state.records.values(), settings.threshold)",

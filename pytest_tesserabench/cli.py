@@ -409,11 +409,16 @@ def _baseline_files(args: argparse.Namespace, err) -> list[Path] | None:
 
 
 def _history(args: argparse.Namespace, out, err) -> int:
-    from pytest_tesserabench.history.steps import MissingLibrary
+    from pytest_tesserabench.history.steps import MissingLibrary, ruptures_library
     from pytest_tesserabench.history.timeline import render
 
     files = _baseline_files(args, err)
     if files is None:
+        return EXIT_USAGE
+    try:  # up front: a history too short for steps would not need it yet, and the next save would
+        ruptures_library()
+    except MissingLibrary as exc:
+        print(f"tesserabench history: {exc}", file=err)
         return EXIT_USAGE
     flagged = shown = 0
     for path in files:
@@ -428,7 +433,7 @@ def _history(args: argparse.Namespace, out, err) -> int:
                 width=args.width,
                 shown_as=printable,
             )
-        except MissingLibrary as exc:
+        except MissingLibrary as exc:  # (installed, yet it would not import: a broken install)
             print(f"tesserabench history: {exc}", file=err)
             return EXIT_USAGE
         out.write(text)

@@ -686,7 +686,7 @@ def resolve(cli: dict[str, Any], ini: dict[str, Any], rootdir: Path) -> Settings
         raise SettingsError(
             f"--bench-ab={values['ab']} and --bench-compare={values['compare']}: choose one. A/B measures the "
             "reference in this job and gates on the paired difference; --bench-compare gates against a recorded "
-            "baseline (docs/usage.md, 'Which comparison')"
+            "baseline (pytest-tesserabench's docs/usage.md, 'Which comparison: A/B or history')"
         )
     if values.get("only") and values.get("skip"):
         raise SettingsError(

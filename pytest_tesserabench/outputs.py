@@ -97,9 +97,9 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
                     f"quieter runner, or --bench-ab=REF; `tesserabench show {settings.save}` lists them all{exact}",
                     yellow=True,
                 )
-            for bench_id, (times, typical) in (state.left_out(path) if saved else {}).items():
+            for bench_id, left in (state.left_out(path) if saved else {}).items():
                 say(
-                    f"tesserabench: {_left_out_line(bench_id, times, typical, state.records.get(bench_id))}",
+                    f"tesserabench: {_left_out_line(bench_id, left, state.records.get(bench_id))}",
                     yellow=True,
                 )
             for far in outlying:
@@ -127,19 +127,28 @@ def speed_moved(records, threshold: float) -> float | None:
     return moved if moved >= threshold else None
 
 
-def _left_out_line(bench_id: str, times: list[float], typical: float, record) -> str:
-    """A save's word on processes the baseline leaves out, far from the others: a compare that reads
-    the benchmark there fails it, so the reason matters now, not in CI."""
-    read = ", ".join(format_ms(ms) for ms in times)
+def _left_out_line(bench_id: str, left, record) -> str:
+    """A save's word on processes the baseline leaves out (``left``: gate.pipeline.LeftOut), far
+    from the others: a compare that reads the benchmark there fails it, so the reason matters now,
+    not in CI. Where they are this save's own, the save has just measured this code slower than
+    the baseline knows it, and another save would not mend that."""
+    read = ", ".join(format_ms(ms) for ms in left.times)
+    count = len(left.times)
+    whose = f"this save's process{'es' if count > 1 else ''}" if left.newest else f"{count} of the baseline's processes"
     head = (
-        f"{printable(bench_id)}: {len(times)} of the baseline's processes read {read}, far from its others "
-        f"({format_ms(typical)}), and are left out of it: a compare that reads it there fails it"
+        f"{printable(bench_id)}: {whose} read {read}, far from its others ({format_ms(left.typical)}), and "
+        f"{'are' if count > 1 or not left.newest else 'is'} left out of it: a compare that reads it there fails it"
     )
     cpus = record.own_cpus() if record is not None else 0.0
     if cpus >= 1 + GateConfig().crowded_cpus:  # (a multi-threaded benchmark, as gate.conditions reads one)
         return (
             f"{head}. It kept {cpus:.1f} CPUs busy: a multi-threaded benchmark on a shared machine can read at two "
             "levels with nothing changed; a baseline under --bench-threads=1 (compared with it) measures it on one"
+        )
+    if left.newest:
+        return (
+            f"{head}. If this code is slower, fix it, or, where the new speed is meant, save under a new name (or "
+            "remove this machine's file) to start from it; if the machine was busy, nothing needs doing"
         )
     return f"{head}; unless the machine was busy then, record again and `tesserabench show` the runs"
 

@@ -221,6 +221,41 @@ def _one_pass_when_no_timing_is_compared(state) -> None:
     state.passes_not_possible = "the baseline is another machine's, so no timing is compared (kernel figures only)"
 
 
+def _refuse_measuring_otherwise(state) -> None:
+    """A run measured otherwise than its baseline's runs (in other passes: a run under -n makes one;
+    under another --bench-threads) can judge no timing against them, and a save of it leaves a
+    baseline whose runs judge none: a usage error now, not minutes of measuring that gate nothing
+    and a green CI job over a slowdown."""
+    from pytest_tesserabench.history import baseline
+    from pytest_tesserabench.history.comparison import measured_otherwise
+
+    settings, comparison = state.settings, state.comparison
+    ours = {"passes": state.passes.total if state.passes is not None else 1, "threads": settings.threads or 0}
+    one_pass = ours["passes"] == 1 and state.passes_not_possible
+    why = f" (one pass: {state.passes_not_possible})" if one_pass else ""
+
+    def notes(found) -> str:
+        return "; ".join(note for note, _ in found)
+
+    if comparison is not None and comparison.same_machine:
+        found = measured_otherwise(comparison.runs, ours)
+        if found:
+            raise pytest.UsageError(
+                f"--bench-compare={settings.compare}: this run would be {notes(found)}, so no timing could be "
+                f"judged against them{why}. To gate: {'; '.join(hint for _, hint in found)}"
+            )
+    if settings.save:
+        key = state.context.machine_key
+        saved = baseline.load_baseline(baseline.baseline_path(settings.bench_dir, settings.save, key), machine_key=key)
+        found = measured_otherwise(saved.runs, ours) if saved is not None else []
+        if found:
+            raise pytest.UsageError(
+                f"--bench-save={settings.save}: this run would be {notes(found)}, and a baseline of both judges no "
+                f"timing{why}. Save as its runs were measured (the same --bench-passes and --bench-threads; a run "
+                "under -n makes one pass), or under another name"
+            )
+
+
 def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
@@ -402,6 +437,8 @@ class SessionHooks:
         if problem and not state.is_worker:
             warnings_.append(problem)
         _one_pass_when_no_timing_is_compared(state)
+        if not state.is_worker:
+            _refuse_measuring_otherwise(state)
         if settings.html_path is not None:
             from pytest_tesserabench.report.plots import missing_dependency
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -86,6 +87,14 @@ class Processes:
 
 MeasureAgain = Callable[[list[BenchRecord]], Processes]
 PROCESSES_AGAIN = 2  # the fresh processes a benchmark is measured again in, by default (--bench-confirm)
+
+
+class LeftOut(NamedTuple):
+    """A benchmark's baseline processes left out, slower than the others (History.left_out_times)."""
+
+    times: list[float]  # ms, each process's
+    typical: float  # ms: the median of the processes kept
+    newest: bool  # every one of them is the newest save's
 
 
 @dataclass(frozen=True)
@@ -264,18 +273,19 @@ class History:
         indexed = [(j, r) for j, r in indexed if r.measured_rounds]
         return [(j, r) for j, r in indexed if j not in out], [r.median_ms or 0.0 for j, r in indexed if j in out]
 
-    def left_out_times(self, slower_by: float = 0.0) -> dict[str, tuple[list[float], float]]:
+    def left_out_times(self, slower_by: float = 0.0) -> dict[str, LeftOut]:
         """Per benchmark some of whose processes are left out (config.outlier_z) and read at least
-        ``slower_by`` (relative) slower than the median of its processes kept: (their times, ms;
-        that median)."""
+        ``slower_by`` (relative) slower than the median of its processes kept: their times, that
+        median, and whether they are all the newest save's."""
         out = {}
+        newest = max(self.saves, default=None)
         for bench_id, runs in self.left_out.items():
             kept, _ = self._kept(bench_id)
             typical = float(np.median([r.median_ms or 0.0 for _, r in kept])) if kept else 0.0
-            times = [self.runs[j].benchmarks[bench_id].median_ms or 0.0 for j in sorted(runs)]
-            times = [t for t in times if t >= typical * (1 + slower_by)]
-            if times:
-                out[bench_id] = (times, typical)
+            read = {j: self.runs[j].benchmarks[bench_id].median_ms or 0.0 for j in sorted(runs)}
+            slow = [j for j, ms in read.items() if ms >= typical * (1 + slower_by)]
+            if slow:
+                out[bench_id] = LeftOut([read[j] for j in slow], typical, all(self.saves[j] == newest for j in slow))
         return out
 
     def _untimed_reason(self, record: BenchRecord, base: list[BenchRecord], history: int) -> str | None:

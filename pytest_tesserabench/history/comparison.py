@@ -83,17 +83,9 @@ class BaselineComparison:
         return self.baseline.path
 
     def measured_with(self, setting: str) -> list[int]:
-        """The values of a Sampling ``setting`` (passes, threads: gate.conditions.MEASURED_OTHERWISE)
-        the baseline's runs measured their gated timings with, sorted (a record timed in the
-        interpreter is measured once whatever the passes, and never gated: it says nothing)."""
-        return sorted(
-            {
-                getattr(r.sampling, setting)
-                for run in self.runs
-                for r in run.benchmarks.values()
-                if r.sampling is not None and r.timing_gated
-            }
-        )
+        """The values of a Sampling ``setting`` the baseline's runs measured their gated timings
+        with (measured_with below)."""
+        return measured_with(self.runs, setting)
 
     def reach(self, processes: int) -> dict[str, float]:
         """Per timed benchmark of the baseline: the smallest slowdown the gate catches against it on
@@ -178,3 +170,31 @@ class BaselineComparison:
     def not_run(self, ran: set[str]) -> int:
         """Baseline benchmarks whose tests did not run at all (deselected, or deleted)."""
         return sum(1 for test in self.tests.values() if test not in ran)
+
+
+def measured_with(runs: list[RunDocument], setting: str) -> list[int]:
+    """The values of a Sampling ``setting`` (passes, threads: gate.conditions.MEASURED_OTHERWISE)
+    ``runs`` measured their gated timings with, sorted (a record timed in the interpreter is
+    measured once whatever the passes, and never gated: it says nothing)."""
+    return sorted(
+        {
+            getattr(r.sampling, setting)
+            for run in runs
+            for r in run.benchmarks.values()
+            if r.sampling is not None and r.timing_gated
+        }
+    )
+
+
+def measured_otherwise(runs: list[RunDocument], ours: dict[str, int]) -> list[tuple[str, str]]:
+    """(what differs, the fix) for each Sampling setting this run measures otherwise than ``runs``
+    (``ours``: setting -> this run's value), known before anything is measured: across them every
+    timing verdict would be INCONCLUSIVE (gate.conditions.passes_differ)."""
+    from pytest_tesserabench.gate import conditions
+
+    found = []
+    for setting, note, hint in conditions.MEASURED_OTHERWISE:
+        theirs = measured_with(runs, setting)
+        if theirs and theirs != [ours[setting]]:
+            found.append((note(ours[setting], theirs), hint))
+    return found

@@ -55,7 +55,8 @@ class Step:
         return 1.0 - self.p_value
 
 
-def _ruptures():
+def ruptures_library():
+    """ruptures, or MissingLibrary saying how to install it."""
     try:
         import ruptures  # the optional `history` extra (~0.8 s)
     except ImportError:
@@ -100,7 +101,7 @@ def find_steps(
     logs = [math.log(m) for m in medians_ms]
     var = variances(logs, half_widths)
     signal = np.asarray(logs, dtype=float).reshape(-1, 1)
-    algo = _ruptures().Pelt(model="l2", min_size=MIN_RUNS, jump=1).fit(signal)
+    algo = ruptures_library().Pelt(model="l2", min_size=MIN_RUNS, jump=1).fit(signal)
     bounds = [0, *algo.predict(pen=PENALTY_BIC * statistics.median(var) * math.log(n))]  # the last is n
 
     def tested(k: int) -> tuple[float, float]:

@@ -276,6 +276,7 @@ class Bench:
 
         Runs with or without ``--bench``: a benchmark doubles as a correctness test.
         """
+        __tracebackhide__ = True  # a failed check shows at the test's line, not in the plugin's frames
         from pytest_tesserabench.measure import accuracy
 
         result = accuracy.compare(actual, expected, precision)

@@ -262,15 +262,9 @@ def header_lines(state, interpret_switch) -> list[str]:
     device = f"{info.get('device')} ({info.get('arch')})"
     pools = f"; thread pools {settings.threads} (--bench-threads)" if settings.threads is not None else ""
     lines = [f"tesserabench: {settings.mode}; timer {settings.timer}; device {device}{pools}"]
-    otherwise = measured_otherwise_lines(state)
     if state.comparison is not None:
         lines.append(f"tesserabench: baseline {state.comparison.describe()}")
-        # (what the baseline lets the gate see means nothing where no timing can be judged)
-        reach = (
-            None
-            if otherwise
-            else reach_line(state.comparison.reach(processes=1 + settings.confirm), settings.threshold)
-        )
+        reach = reach_line(state.comparison.reach(processes=1 + settings.confirm), settings.threshold)
         if reach:
             lines.append(reach)
     if settings.save is not None and settings.save_processes > 0 and state.reference is None:
@@ -282,33 +276,11 @@ def header_lines(state, interpret_switch) -> list[str]:
         )
     elif state.passes_not_possible is not None:
         lines.append(f"tesserabench: one pass over the benchmark tests: {state.passes_not_possible}")
-    lines += otherwise
     if state.reference is not None:
         processes = settings.ab_processes
         served = f"{processes} served processes per side" if processes > 1 else "one served process per side"
         lines.append(f"tesserabench: A/B, {state.reference.describe()}, {served}, worktree {state.reference.path}")
         lines.append(ab_conditions_line())
-    return lines
-
-
-def measured_otherwise_lines(state) -> list[str]:
-    """The header's warnings, before anything is measured, where this run measures otherwise than
-    the baseline's runs (gate.conditions.MEASURED_OTHERWISE: other passes, another
-    --bench-threads), which then leaves every timing verdict INCONCLUSIVE."""
-    comparison = state.comparison
-    if comparison is None or not comparison.same_machine:
-        return []
-    from pytest_tesserabench.gate import conditions
-
-    ours = {"passes": state.passes.total if state.passes is not None else 1, "threads": state.settings.threads or 0}
-    lines = []
-    for setting, note, hint in conditions.MEASURED_OTHERWISE:
-        theirs = comparison.measured_with(setting)
-        if theirs and theirs != [ours[setting]]:
-            lines.append(
-                f"tesserabench: WARNING: {note(ours[setting], theirs)}: no timing can be judged against them "
-                f"(kernel figures still are); {hint}"
-            )
     return lines
 
 

@@ -124,8 +124,11 @@ def test_history_without_ruptures_or_baseline_says_what_to_do(tmp_path, capsys, 
     def missing():
         raise steps.MissingLibrary("finding steps needs ruptures: pip install 'pytest-tesserabench[history]'")
 
-    monkeypatch.setattr(steps, "_ruptures", missing)
+    monkeypatch.setattr(steps, "ruptures_library", missing)
     save_run(tmp_path, "main", "cpu-test", _run(np.random.default_rng(2), 1.0))
+    # said before a history is long enough for steps, too: the command works the same at every length
+    assert main(["history", "main", "--dir", str(tmp_path)]) == 2
+    assert "pip install 'pytest-tesserabench[history]'" in capsys.readouterr().err
     for seed in range(3, 6):
         save_run(tmp_path, "main", "cpu-test", _run(np.random.default_rng(seed), 1.0))
     assert main(["history", "main", "--dir", str(tmp_path)]) == 2

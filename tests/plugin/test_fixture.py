@@ -165,7 +165,12 @@ def test_check_accuracy_also_runs_without_bench(pytester):
         def test_far(bench):
             bench.check_accuracy([1.0, 2.0], [1.0, 3.0], "fp16")
     """)
-    pytester.runpytest().assert_outcomes(failed=1)
+    result = pytester.runpytest()
+    result.assert_outcomes(failed=1)
+    # shown at the test's line, as an assert would be, not in the plugin's frames
+    failure = result.stdout.str().split("FAILURES")[1].split("short test summary")[0]
+    assert "AccuracyError" in failure and "bench.check_accuracy(" in failure
+    assert "pytest_tesserabench/" not in failure
 
 
 def test_marker_overrides_budget_and_group(pytester, tmp_path):

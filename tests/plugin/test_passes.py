@@ -265,37 +265,62 @@ def test_a_pass_gets_its_share_of_the_budget_and_a_test_measured_once_all_of_it(
     assert plan.budget(budget) == budget and plan.earlier == {}
 
 
-def test_a_comparison_across_different_numbers_of_passes_gives_no_timing_verdict(project, monkeypatch):
-    # The two sides are centred differently (lowest pass against all rounds): a timing verdict
-    # across them would be biased, so none is given, and the summary says how to fix it.
-    pytester, _ = project
-    monkeypatch.setenv("COLUMNS", "250")  # notes on one line
+def test_a_comparison_across_different_numbers_of_passes_is_refused_before_measuring(project):
+    # The two sides are centred differently (lowest pass against all rounds): no timing verdict
+    # could be given, so the run stops before minutes of measuring, and says how to fix it.
+    pytester, log = project
     pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)  # auto: 4 passes
+    words(log)
     result = pytester.runpytest("--bench-compare=main", "--bench-passes=1", *ARGS)
-    result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
         [
-            "a * INCONCLUSIVE *",
-            "*measured in 1 pass(es), the baseline's runs in 4: the two are centred differently*",
+            "ERROR: --bench-compare=main: this run would be measured in 1 pass(es), the baseline's runs in 4: the "
+            "two are centred differently, so no timing could be judged against them. To gate: record the baseline "
+            "and compare with the same --bench-passes (a run under -n makes one pass: *"
         ]
     )
-    result.stdout.fnmatch_lines(["*record the baseline and compare with the same --bench-passes (a run under -n*"])
-    # said up front, before minutes of measuring, and as the hint of every timing verdict
-    result.stdout.fnmatch_lines(
-        [
-            "tesserabench: WARNING: measured in 1 pass(es), the baseline's runs in 4: the two are centred "
-            "differently: no timing can be judged against them (kernel figures still are); record the baseline "
-            "and compare with the same *",
-            "collected *",
-        ]
-    )
-    result = pytester.runpytest("--bench-compare=main", "--bench-passes=1", "--bench-json=run.json", *ARGS)
-    records = json.loads((pytester.path / "run.json").read_text())["benchmarks"].values()
-    hints = [r["verdict"]["hint_text"] for r in records]
-    assert len(hints) == 3 and all(h.startswith("record the baseline and compare with the same") for h in hints)
+    assert words(log) == []  # nothing measured
+    # a save of it would leave a baseline whose runs judge none
+    result = pytester.runpytest("--bench-save=main", "--bench-passes=1", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --bench-save=main: this run would be measured in 1 pass(es)*another name"])
+    assert words(log) == []
+    saved = json.loads(next((pytester.path / "baselines" / "main").glob("*.json")).read_text())
+    assert len(saved["runs"]) == 1
+    pytester.runpytest("--bench-save=other", "--bench-passes=1", *ARGS).assert_outcomes(passed=4)  # a new name
     result = pytester.runpytest("--bench-compare=main", *ARGS)  # alike: judged, nothing said
     assert "the baseline's runs in" not in result.stdout.str() and "WARNING" not in result.stdout.str()
     result.stdout.fnmatch_lines(["a * UNCHANGED *"])
+
+
+def test_a_run_under_xdist_against_a_baseline_saved_without_it_is_refused_naming_why(project):
+    # A project whose addopts say -n: each worker measures in one pass, so against a baseline of
+    # four no timing could be judged; said before measuring, with the reason for the one pass.
+    pytest.importorskip("xdist")
+    pytester, log = project
+    pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)
+    words(log)
+    result = pytester.runpytest("-n", "2", "--bench-compare=main", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --bench-compare=main: *(one pass: under pytest-xdist (-n) each worker*"])
+    assert words(log) == []
+
+
+def test_a_run_file_measured_in_other_passes_reads_inconclusive_with_the_fix(project, capsys):
+    # `tesserabench compare` of a run measured otherwise (the plugin refuses the run itself) gives
+    # no timing verdict, each with the fix as its hint.
+    from pytest_tesserabench.cli import main
+
+    pytester, _ = project
+    pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)
+    pytester.runpytest("--bench", "--bench-passes=1", "--bench-json=run.json", *ARGS).assert_outcomes(passed=4)
+    baseline = next((pytester.path / "baselines" / "main").glob("*.json"))
+    capsys.readouterr()
+    assert main(["compare", str(baseline), str(pytester.path / "run.json")]) == 0
+    out = capsys.readouterr().out
+    assert out.count("INCONCLUSIVE") >= 3 and "measured in 1 pass(es), the baseline's runs in 4" in out
+    assert "record the baseline and compare with the same --bench-passes" in out
 
 
 def test_an_undecided_verdict_across_different_numbers_of_passes_is_given_that_cause():
@@ -313,32 +338,24 @@ def test_an_undecided_verdict_across_different_numbers_of_passes_is_given_that_c
     assert judged.status == "INCONCLUSIVE" and judged.hint_text == run_conditions.SAME_PASSES
 
 
-def test_a_comparison_under_another_bench_threads_gives_no_timing_verdict(project, monkeypatch):
+def test_a_comparison_under_another_bench_threads_is_refused_before_measuring(project):
     # One thread where the baseline had the process's pools runs other code for a multi-threaded
     # benchmark: measured otherwise, as in other passes.
-    pytester, _ = project
-    monkeypatch.setenv("COLUMNS", "250")
+    pytester, log = project
     pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)
     saved = json.loads(next((pytester.path / "baselines" / "main").glob("*.json")).read_text())
     assert {b["sampling"]["threads"] for b in saved["runs"][0]["benchmarks"].values()} == {0}
-    result = pytester.runpytest("--bench-compare=main", "--bench-threads=1", "--bench-json=run.json", *ARGS)
-    result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines(
+    words(log)
+    result = pytester.runpytest("--bench-compare=main", "--bench-threads=1", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
         [
-            "tesserabench: WARNING: measured with thread pools at 1 (--bench-threads), the baseline's runs as the "
-            "process had them: no timing can be judged against them (kernel figures still are); record the "
-            "baseline and compare with the same --bench-threads",
-            "*measured with thread pools at 1 (--bench-threads), the baseline's runs as the process had them*",
-            "NOTHING JUDGED: *(not judged as this run measured it: its line says why)*; to judge them: record the "
-            "baseline and compare with the same --bench-threads; --bench-unresolved=fail fails them",
+            "ERROR: --bench-compare=main: this run would be measured with thread pools at 1 (--bench-threads), the "
+            "baseline's runs as the process had them, so no timing could be judged against them. To gate: record "
+            "the baseline and compare with the same --bench-threads"
         ]
     )
-    assert "could catch" not in result.stdout.str()
-    assert "against it the gate catches" not in result.stdout.str()  # (what it could see: nothing is judged)
-    records = json.loads((pytester.path / "run.json").read_text())["benchmarks"].values()
-    timed = [r for r in records if r["verdict"]["status"] != "NOT_GATED"]
-    assert timed and all(r["verdict"]["status"] == "INCONCLUSIVE" for r in timed)
-    assert all("same --bench-threads" in r["verdict"]["hint_text"] for r in timed)
+    assert words(log) == []
     result = pytester.runpytest("--bench-compare=main", *ARGS)  # alike: nothing said
     assert "thread pools at" not in result.stdout.str() and "WARNING" not in result.stdout.str()
     assert "against it the gate catches" in result.stdout.str()  # (here it is said, as the baseline is noisy)
