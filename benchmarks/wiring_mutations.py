@@ -715,9 +715,9 @@ MUTATIONS = (
     ),
     Mutation(
         "the run's shift is read from memory-corrected earlier passes",
-        "pytest_tesserabench/gate/pipeline.py",
-        "earlier_passes_centre(history.memory.adjusted(r))",
-        "earlier_passes_centre(r)",
+        "pytest_tesserabench/gate/centres.py",
+        "    return memory.passes_centre(record.id, [list(part) for part in split[:-1]], earlier)\n",
+        "    return memory.passes_centre(record.id, [list(part) for part in split[:-1]], [])\n",
         ("tests/gate/test_memory.py",),
     ),
     Mutation(
@@ -1049,6 +1049,27 @@ MUTATIONS = (
         "(state.left_out(path) if saved else {}).items()",
         "{}.items()",
         (CONFIRM,),
+    ),
+    Mutation(
+        "the plugin's earlier passes are corrected for the memory's speed, as a run file's are read",
+        "pytest_tesserabench/passes_hooks.py",
+        "readings if len(readings) == len(earlier) else []",
+        "[]",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "a run file's test is judged with all its benchmarks measured, as the plugin judges it",
+        "pytest_tesserabench/gate/pipeline.py",
+        "            add_measured(history, measured, candidate.benchmarks[bench_id])\n        for bench_id in ids:\n",
+        "            add_measured(history, measured, candidate.benchmarks[bench_id])\n",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "a run file's fresh processes keep the seconds they cost",
+        "pytest_tesserabench/gate/pipeline.py",
+        "Processes([p for p in measured if p], seconds, source=",
+        "Processes([p for p in measured if p], 0.0, source=",
+        ("tests/plugin/test_run_effect_plugin.py",),
     ),
     Mutation(
         "a save names left-out processes that are its own as such",

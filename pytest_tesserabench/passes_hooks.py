@@ -14,7 +14,6 @@ from __future__ import annotations
 import pytest
 from _pytest.runner import runtestprotocol
 
-from pytest_tesserabench.gate.centres import passes_centre
 from pytest_tesserabench.measure.passes import Passes, run_earlier
 
 
@@ -81,9 +80,14 @@ class PassesHooks:
             return
         if self.state.comparison is None:
             return
+        memory = self.state.comparison.history.memory
         for record in records:
-            # every earlier pass so far, combined as the gate combines passes (and as
-            # gate.centres.earlier_passes_centre reads them back from the file)
-            centre = passes_centre([m.rounds_ms for m in self.passes.earlier.get((item.nodeid, record.name), [])])
+            # every earlier pass so far, combined as the gate combines passes and corrected for the
+            # memory's speed after each (as gate.centres.earlier_passes_centre reads them back)
+            earlier = self.passes.earlier.get((item.nodeid, record.name), [])
+            readings = [c for m in earlier for c in m.memory_canary]
+            centre = memory.passes_centre(
+                record.id, [m.rounds_ms for m in earlier], readings if len(readings) == len(earlier) else []
+            )
             if centre is not None:
                 self.state.measured[record.id] = centre

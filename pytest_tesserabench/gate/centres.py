@@ -101,8 +101,14 @@ def pass_centres(record: BenchRecord) -> list[float]:
     return [c for c in (passes_centre([list(part)]) for part in split) if c is not None]
 
 
-def earlier_passes_centre(record: BenchRecord) -> float | None:
-    """The centre (log) of a record's passes before its last: what the plugin knew of this
-    benchmark while the last pass judged the ones before it. None in one pass."""
+def earlier_passes_centre(memory, record: BenchRecord) -> float | None:
+    """The centre (log) of a record's passes before its last, corrected for the memory's speed as
+    the plugin corrected it then (``memory``: gate.memory.MemoryModel, from the memory canary after
+    each of those passes): what it knew of this benchmark while the last pass judged the ones
+    before it. None in one pass."""
     split = passes_of(record)
-    return None if split is None else passes_centre([list(part) for part in split[:-1]])
+    if split is None:
+        return None
+    readings = list(record.sampling.memory_canary) if record.sampling is not None else []
+    earlier = readings[:-1] if len(readings) == len(split) else []
+    return memory.passes_centre(record.id, [list(part) for part in split[:-1]], earlier)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from pytest_tesserabench.gate.centres import log_centre, pass_centres
+from pytest_tesserabench.gate.centres import log_centre, pass_centres, passes_centre
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
 
 RESIDUAL_FLOOR = 1e-8  # log^2: centres that agreed exactly still carry a little noise
@@ -61,6 +61,22 @@ class MemoryModel:
             return record
         factor = math.exp(-slope.value * (canary - slope.reference))
         return replace(record, rounds_ms=[ms * factor for ms in record.rounds_ms])
+
+    def passes_centre(self, bench_id: str, passes_ms: list[list[float]], readings: list[float]) -> float | None:
+        """The centre (log) of some passes of one benchmark (centres.passes_centre: its lowest pass),
+        scaled as ``adjusted`` scales a record: from the memory canary after that pass (``readings``:
+        one per pass) to the baseline's. What the plugin knows of a benchmark after its earlier
+        passes, before the last one measures it; uncorrected without a reading per pass."""
+        centres = [(c, k) for k, c in enumerate(passes_centre([p]) for p in passes_ms) if c is not None]
+        if not centres:
+            return None
+        centre, lowest = min(centres)
+        slope = self.slopes.get(bench_id)
+        if slope is None or slope.value == 0.0 or len(readings) != len(passes_ms):
+            return centre
+        if not all(0 < r < math.inf for r in readings):
+            return centre
+        return centre - slope.value * (math.log(readings[lowest]) - slope.reference)
 
     def adjusted_run(self, run: RunDocument) -> RunDocument:
         if not self.slopes:

@@ -498,7 +498,8 @@ def judge_run(candidate: RunDocument, baseline_runs: list[RunDocument], config: 
 
     def measure_again(again: list[BenchRecord]) -> Processes:
         measured = [{r.id: run.benchmarks[r.id] for r in again if r.id in run.benchmarks} for run in kept]
-        return Processes([p for p in measured if p], source="fresh process(es) the run file kept")
+        seconds = sum(r.sampling.confirm_s for r in again if r.sampling is not None)  # what they cost then
+        return Processes([p for p in measured if p], seconds, source="fresh process(es) the run file kept")
 
     processes_again = len(kept) or PROCESSES_AGAIN
 
@@ -531,16 +532,22 @@ def judge_run(candidate: RunDocument, baseline_runs: list[RunDocument], config: 
 
 def shifts_as_measured(candidate: RunDocument, history: History) -> dict[str, Shift | None]:
     """Each benchmark's shift as the plugin knew it while judging it: from every benchmark's
-    earlier passes, and the last passes of those measured before it; the canary of the run's
-    start (the end's came after)."""
+    earlier passes, and the last passes of those measured before it and of its test's others (the
+    plugin judges a test's benchmarks together, once its body has measured them all); the canary of
+    the run's start (the end's came after)."""
     start = [c for c in candidate.canary_ms[: len(candidate.canary_ms) // 2 or 1] if c > 0]
     canary = math.log(float(np.median(start))) if start else None
-    earlier = ((i, earlier_passes_centre(history.memory.adjusted(r))) for i, r in candidate.benchmarks.items())
+    earlier = ((i, earlier_passes_centre(history.memory, r)) for i, r in candidate.benchmarks.items())
     measured = {i: c for i, c in earlier if c is not None}
-    shifts = {}
+    tests: dict[str, list[str]] = {}
     for bench_id in candidate.measured_order or list(candidate.benchmarks):
-        add_measured(history, measured, candidate.benchmarks[bench_id])
-        shifts[bench_id] = history.shift(bench_id, measured, canary)
+        tests.setdefault(candidate.benchmarks[bench_id].nodeid, []).append(bench_id)
+    shifts = {}
+    for ids in tests.values():
+        for bench_id in ids:
+            add_measured(history, measured, candidate.benchmarks[bench_id])
+        for bench_id in ids:
+            shifts[bench_id] = history.shift(bench_id, measured, canary)
     return shifts
 
 

@@ -390,3 +390,68 @@ def test_a_saved_run_judged_again_from_its_file_gets_the_plugins_verdicts(baseli
     run = baselines.load_runs(baseline.path / "run.json")[0]
     again = judge_run(run, baselines.load_runs(path))
     assert {i: v.status for i, v in again.items()} == in_run
+
+
+# Two benchmarks per test, and one ("a") that streams memory: its time follows the memory canary.
+TWINS = """
+import os, random, time, pytest
+
+@pytest.fixture
+def fake_clock(monkeypatch):
+    now = [0]
+    monkeypatch.setattr(time, "perf_counter_ns", lambda: now[0])
+    return now
+
+@pytest.mark.parametrize("name", ["a", "b", "c", "d"])
+def test_work(bench, name, fake_clock):
+    rng = random.Random(f"{os.environ['RUN']}-{name}-{os.environ.get('PASSES_SEEN', '')}")
+    scale = float(os.environ["SHIFT"]) * (1 + rng.gauss(0, 0.01))
+    if name == "a":
+        scale *= float(os.environ["MEMORY"])
+
+    def kernel():
+        fake_clock[0] += int(2e6 * scale * (1 + rng.gauss(0, 0.01)))
+
+    def twin():
+        fake_clock[0] += int(1e6 * scale * (1 + rng.gauss(0, 0.02)))
+
+    bench(kernel)
+    bench(twin, name="twin")
+"""
+
+
+@pytest.mark.parametrize("passes", ["1", "4"])
+def test_a_run_file_is_judged_to_the_digit_as_the_plugin_judged_it(pytester, monkeypatch, passes):
+    # Every number of every verdict, not only its status: each benchmark's shift as the plugin knew
+    # it (a test's benchmarks judged together; earlier passes' centres as measured, before the
+    # memory's correction, whose canary the plugin had not yet), the memory's correction and all.
+    import os
+
+    from pytest_tesserabench.gate.pipeline import judge_run
+    from pytest_tesserabench.history import baseline
+
+    monkeypatch.setenv("COLUMNS", "250")
+    monkeypatch.setattr(canary, "measure_memory_canary", lambda: 1.3 * float(os.environ["MEMORY"]))
+    pytester.makepyfile(test_kernels=TWINS)
+    args = (*ARGS, f"--bench-passes={passes}")
+    for run, (shift, memory) in enumerate(((1.0, 1.0), (1.03, 1.15), (0.98, 0.95), (1.01, 1.08), (0.99, 1.03))):
+        monkeypatch.setenv("RUN", str(run))
+        monkeypatch.setenv("SHIFT", str(shift))
+        monkeypatch.setenv("MEMORY", str(memory))
+        pytester.runpytest("--bench-save=main", *args).assert_outcomes(passed=4)
+    monkeypatch.setenv("RUN", "99")
+    monkeypatch.setenv("SHIFT", "1.1")
+    monkeypatch.setenv("MEMORY", "1.25")
+    pytester.runpytest("--bench-compare=main", "--bench-json=run.json", *args)
+    (path,) = (pytester.path / "baselines" / "main").glob("*.json")
+    runs = baseline.load_runs(pytester.path / "run.json")
+    live = {i: r.verdict for i, r in runs[0].benchmarks.items()}
+    again = judge_run(runs[0], baseline.load_runs(path))
+    assert len(live) == 8 and any("memory" in note for v in live.values() for note in v.notes)
+    for bench_id, verdict in live.items():
+        judged = again[bench_id]
+        notes = tuple(n.replace("process(es) the run file kept:", "process(es):") for n in judged.notes)
+        assert (judged.status, judged.stage, notes) == (verdict.status, verdict.stage, verdict.notes), bench_id
+        assert judged.ratio == pytest.approx(verdict.ratio, rel=1e-9), bench_id
+        assert judged.ci == pytest.approx(verdict.ci, rel=1e-9), bench_id
+        assert judged.p_value == pytest.approx(verdict.p_value, rel=1e-9, abs=1e-12), bench_id
