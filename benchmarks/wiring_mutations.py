@@ -56,7 +56,13 @@ MUTATIONS = (
         "m=len(records),",
         (WIRING,),
     ),
-    Mutation("INCONCLUSIVE warning", PLUGIN, 'elif verdict.status == "INCONCLUSIVE":', "elif False:", (WIRING,)),
+    Mutation(
+        "what would settle each INCONCLUSIVE one, under the comparison",
+        "pytest_tesserabench/report/terminal.py",
+        "        width=width,\n        hints=True,",
+        "        width=width,\n        hints=False,",
+        (WIRING,),
+    ),
     Mutation(
         "end-of-run canary",
         PLUGIN,
@@ -1069,6 +1075,20 @@ MUTATIONS = (
         "pytest_tesserabench/gate/pipeline.py",
         "Processes([p for p in measured if p], seconds, source=",
         "Processes([p for p in measured if p], 0.0, source=",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "the tables say once what noisy means",
+        "pytest_tesserabench/report/terminal.py",
+        "    return out + noisy_legend(measured, width)\n",
+        "    return out\n",
+        ("tests/plugin/test_report.py",),
+    ),
+    Mutation(
+        "a comparison names its baseline's file as the repository does",
+        "pytest_tesserabench/history/comparison.py",
+        "({_shown(self.path)}, {runs}",
+        "({self.path}, {runs}",
         ("tests/plugin/test_run_effect_plugin.py",),
     ),
     Mutation(

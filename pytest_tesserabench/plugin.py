@@ -530,8 +530,8 @@ class SessionHooks:
                 failures.append(line)
             elif verdict.status == "INCONCLUSIVE" and unresolved_fails:
                 failures.append(f"{line}. To settle it: {verdict.hint()} (--bench-unresolved=fail)")
-            elif verdict.status == "INCONCLUSIVE":
-                item.warn(pytest.PytestWarning(f"{printable(record.id)}: {said}. To settle it: {verdict.hint()}"))
+            # (an INCONCLUSIVE one passes: its row, a line under the comparison saying what would settle
+            # it, and the summary's line naming every one say it, once each, not a warning apiece)
         from pytest_tesserabench.report.junit import properties
 
         # <property> entries of its JUnit test case

@@ -109,7 +109,7 @@ class BaselineComparison:
             what = ", ".join(part for part in (timings, figures) if part) or "nothing it can judge"
         runs, processes = len(self.baseline.runs), len(self.runs)
         measured = f", measured in {processes} processes" if processes > runs else ""
-        return f"{self.settings.compare} ({self.path}, {runs} run(s){measured}; {what})"
+        return f"{self.settings.compare} ({_shown(self.path)}, {runs} run(s){measured}; {what})"
 
     @functools.cached_property
     def tests(self) -> dict[str, str]:
@@ -198,3 +198,14 @@ def measured_otherwise(runs: list[RunDocument], ours: dict[str, int]) -> list[tu
         if theirs and theirs != [ours[setting]]:
             found.append((note(ours[setting], theirs), hint))
     return found
+
+
+def _shown(path: Path | None) -> str:
+    """``path`` relative to the current folder where it lies inside it (baselines/main/KEY.json, as
+    a CI summary or a report shared with others should say it), else as it is."""
+    if path is None:
+        return "no file"
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

@@ -11,6 +11,7 @@ import math
 import os
 import shlex
 import sys
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -57,7 +58,7 @@ def summary_lines(
     if not measured:
         return []
     if verbosity < 0:
-        return quiet_lines(measured, width=width)
+        return quiet_lines(measured, width=width)  # (-q: one line per benchmark, nothing more)
     speeds = R.relative_speeds(R.sort_records(measured))  # relative to each test's first call
     out: list[Line] = []
     for key, members in R.group_records(measured, group_by).items():
@@ -77,7 +78,19 @@ def summary_lines(
         table = render_table("benchmark", table_columns, table_rows, width)
         out.extend(table.lines)
         out.extend(hidden_note(table, width))
-    return out
+    return out + noisy_legend(measured, width)
+
+
+def noisy_legend(records: Sequence[BenchRecord], width: int) -> list[Line]:
+    """What "noisy" means, once, where some benchmark is (wrapped to ``width``)."""
+    count = sum(1 for r in records if r.stats is not None and r.stats.noisy)
+    if not count:
+        return []
+    text = (
+        f"noisy ({count} of {len(records)}): its time ran out (--bench-max-time) before the median's 95% interval "
+        "narrowed to --bench-target-ci; more time or a quieter machine narrows it"
+    )
+    return [Line(part) for part in textwrap.wrap(text, max(width, 20), break_on_hyphens=False)]
 
 
 def quiet_lines(records: Sequence[BenchRecord], *, width: int = 80) -> list[Line]:
@@ -364,7 +377,7 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         version_diffs=software_differences(state.context.machine_info, comparison.baseline.latest_machine),
         canary_ratio=machine_ratio([state.document()], comparison.runs) if comparison.same_machine else None,
         width=width,
-        hints=False,  # each INCONCLUSIVE test's warning says what would settle it
+        hints=True,  # what would settle each INCONCLUSIVE one, a line each
     ):
         terminalreporter.write_line(line.text, **line.markup())
     verdicts = state.all_verdicts()
@@ -586,7 +599,7 @@ def _write_ab_section(terminalreporter, state, width: int) -> None:
         width=width,
         canary=False,
         paired=True,
-        hints=False,  # each INCONCLUSIVE test's warning says what would settle it
+        hints=True,  # what would settle each INCONCLUSIVE one, a line each
     ):
         terminalreporter.write_line(line.text, **line.markup())
     text = ab_counts_line(state.records.values())

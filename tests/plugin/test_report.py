@@ -193,7 +193,7 @@ def test_notes_every_row_shares_move_into_the_group_header():
     )
     lines = render_summary(recs, width=100).splitlines()
     assert lines[0] == "a.py::t — interpreter, not gated"
-    assert [("noisy" in line) for line in lines[3:]] == [False, True]
+    assert [("noisy" in line) for line in lines[3:5]] == [False, True]
 
 
 def test_a_row_timed_while_other_processes_shared_the_cpu_says_so():
@@ -387,3 +387,15 @@ def test_a_run_whose_timings_were_all_undecided_says_whether_kernel_figures_were
     assert unresolved_line({undecided.id: undecided}).startswith("NOTHING JUDGED: all 1 timed benchmark(s)")
     both = unresolved_line({undecided.id: undecided, figures.id: figures})
     assert both.startswith("NO TIMING JUDGED (the kernel figures of 1 were): all 1 timed benchmark(s) are INCONCLUSIVE")
+
+
+@pytest.mark.parametrize("verbosity", [0, 1])
+def test_noisy_is_said_once_where_a_benchmark_is(verbosity):
+    noisy = [record("t.py::test_a", None, 1.0, noisy=True), record("t.py::test_b", None, 2.0)]
+    text = [line.text for line in summary_lines(noisy, width=250, verbosity=verbosity)]
+    legends = [t for t in text if t.startswith("noisy (1 of 2): its time ran out (--bench-max-time)")]
+    assert len(legends) == 1 and "--bench-target-ci" in legends[0]
+    narrow = [line.text for line in summary_lines(noisy, width=60, verbosity=verbosity)]
+    assert max(map(len, narrow)) <= 60 and any(t.startswith("noisy (1 of 2)") for t in narrow)
+    steady = [record("t.py::test_a", None, 1.0), record("t.py::test_b", None, 2.0)]
+    assert not any("noisy" in line.text for line in summary_lines(steady, width=200, verbosity=verbosity))

@@ -99,7 +99,7 @@ def test_a_machine_slower_for_every_benchmark_fails_only_the_one_slowed_on_its_o
     result.stdout.fnmatch_lines(
         ["a * INCONCLUSIVE *", "*no shared shift removed*the canary at the start of this run moved +30.0% since*"]
     )
-    result.stdout.fnmatch_lines(["*INCONCLUSIVE*To settle it: the machine's speed moved since the baseline*"])
+    result.stdout.fnmatch_lines(["inconclusive test_kernels.py::test_work[[]a[]]: the machine's speed moved since*"])
     result.stdout.fnmatch_lines(
         # (three saves of five benchmarks leave the suite's own interval wider than 5%: it says so)
         [
@@ -163,7 +163,10 @@ def test_every_benchmark_slower_while_the_machine_is_not_fails_the_run(baseline,
     result.stdout.fnmatch_lines([failed])
     assert result.ret == 1
     in_summary = [f"- **{failed}**"]  # the CI summary says it, in bold
-    pytest.LineMatcher((baseline.path / "run.md").read_text().splitlines()).fnmatch_lines(in_summary)
+    summary = (baseline.path / "run.md").read_text()
+    pytest.LineMatcher(summary.splitlines()).fnmatch_lines(in_summary)
+    # the baseline as the repository names it, not where this runner's checkout lies
+    assert "compared with baseline main (baselines/main/" in summary and str(baseline.path) not in summary
     # and so does `tesserabench compare` on the run's file, and its summary
     capsys.readouterr()
     args = ["compare", "main", "run.json", "--dir", str(baseline.path / "baselines"), "--md", "again.md"]
@@ -334,7 +337,11 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(
         ]
     )
     assert result.stdout.str().count("INCONCLUSIVE, not judged") == 1  # one line says it, under the table
-    result.stdout.no_fnmatch_line("inconclusive *")  # (each test's warning gives its own hint)
+    # and a line under the comparison says, for each, what would settle it (not a warning apiece)
+    assert [line.split(": ")[0] for line in result.stdout.lines if line.startswith("inconclusive ")] == [
+        f"inconclusive sub/test_kernels.py::test_work[{name}]"
+        for name in "abc"  # (ids, as the rows name them)
+    ]
     # the CI summary a pull request shows says it too
     pytest.LineMatcher(summary.read_text().splitlines()).fnmatch_lines(
         [
