@@ -1078,6 +1078,13 @@ MUTATIONS = (
         ("tests/plugin/test_run_effect_plugin.py",),
     ),
     Mutation(
+        "a tensor's dtype is recorded as a precision policy names it",
+        "pytest_tesserabench/measure/fixture.py",
+        "            return _POLICY_NAMES.get(name, name)\n",
+        "            return name\n",
+        ("tests/plugin/test_fixture.py",),
+    ),
+    Mutation(
         "the tables say once what noisy means",
         "pytest_tesserabench/report/terminal.py",
         "    return out + noisy_legend(measured, width)\n",

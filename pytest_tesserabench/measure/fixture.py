@@ -427,8 +427,21 @@ def _distributed_block(ranks, comm: tuple[float, float] | None, median_ms: float
     return block
 
 
+# torch's dtype names as the precision policies (and the bench_precision marker) spell them, so a
+# record's dtype reads alike whether a marker or a tensor named it
+_POLICY_NAMES = {
+    "float64": "fp64",
+    "float32": "fp32",
+    "float16": "fp16",
+    "bfloat16": "bf16",
+    "float8_e4m3fn": "fp8_e4m3",
+    "float8_e5m2": "fp8_e5m2",
+}
+
+
 def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:
-    """The precision a roofline is drawn for: the test's policy, else the first float tensor's dtype."""
+    """The precision a roofline is drawn for: the test's policy, else the first float tensor's dtype
+    (as a policy names it: fp32, bf16...)."""
     if "precision" in params:
         return str(params["precision"]).split("@")[0]
 
@@ -437,7 +450,8 @@ def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:
         return None
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor) and value.is_floating_point():
-            return str(value.dtype).removeprefix("torch.")
+            name = str(value.dtype).removeprefix("torch.")
+            return _POLICY_NAMES.get(name, name)
     return None
 
 

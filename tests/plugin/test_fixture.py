@@ -425,3 +425,28 @@ def test_a_function_that_fails_while_measured_is_explained(pytester, fast, tmp_p
     )
     # the traceback goes from the test's bench() line to the raise, not through the plugin's frames
     assert "pytest_tesserabench/" not in result.stdout.str().split("FAILURES")[1].split("short test summary")[0]
+
+
+def test_a_tensors_dtype_is_recorded_as_a_precision_policy_names_it(pytester, fast, tmp_path):
+    # A record's dtype reads alike whether a bench_precision marker or a tensor named it (the CSV's
+    # column, the run file): fp32, not float32 beside fp32.
+    pytest.importorskip("torch")
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        import pytest, torch
+
+        def test_plain(bench):
+            bench(torch.neg, torch.ones(8))
+            bench(torch.neg, torch.ones(8, dtype=torch.bfloat16), name="half")
+
+        @pytest.mark.bench_precision("fp32")
+        def test_marked(bench, precision):
+            bench(torch.neg, torch.ones(8, dtype=precision.dtype))
+    """)
+    pytester.runpytest("--bench", f"--bench-json={out}", *fast).assert_outcomes(passed=2)
+    records = json.loads(out.read_text())["benchmarks"]
+    assert {i.split("::", 1)[1]: r["dtype"] for i, r in records.items()} == {
+        "test_plain": "fp32",
+        "test_plain::half": "bf16",
+        "test_marked[fp32]": "fp32",
+    }
