@@ -1080,8 +1080,8 @@ MUTATIONS = (
     Mutation(
         "a tensor's dtype is recorded as a precision policy names it",
         "pytest_tesserabench/measure/fixture.py",
-        "            return _POLICY_NAMES.get(name, name)\n",
-        "            return name\n",
+        "            return policy_of_dtype(name) or name  #",
+        "            return name  #",
         ("tests/plugin/test_fixture.py",),
     ),
     Mutation(

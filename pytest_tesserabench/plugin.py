@@ -226,7 +226,6 @@ def _refuse_measuring_otherwise(state) -> None:
     under another --bench-threads) can judge no timing against them, and a save of it leaves a
     baseline whose runs judge none: a usage error now, not minutes of measuring that gate nothing
     and a green CI job over a slowdown."""
-    from pytest_tesserabench.history import baseline
     from pytest_tesserabench.history.comparison import measured_otherwise
 
     settings, comparison = state.settings, state.comparison
@@ -245,9 +244,7 @@ def _refuse_measuring_otherwise(state) -> None:
                 f"judged against them{why}. To gate: {'; '.join(hint for _, hint in found)}"
             )
     if settings.save:
-        key = state.context.machine_key
-        saved = baseline.load_baseline(baseline.baseline_path(settings.bench_dir, settings.save, key), machine_key=key)
-        found = measured_otherwise(saved.runs, ours) if saved is not None else []
+        found = measured_otherwise(state.save_target.runs, ours) if state.save_target is not None else []
         if found:
             raise pytest.UsageError(
                 f"--bench-save={settings.save}: this run would be {notes(found)}, and a baseline of both judges no "

@@ -50,6 +50,7 @@ class BenchSession:
         self.status = None  # report.progress.StatusLine while measuring on a terminal
         self.process_pool = None  # processes.fresh.ProcessPool: a save's fresh processes, or --bench-confirm's
         self._save_draws: dict[str, int] | None = None  # baseline.process_draws of the --bench-save baseline
+        self.save_target = None  # the --bench-save baseline as it was before this run (None: none yet)
         self._saved: tuple = (None, None)  # (path, gate.pipeline.History) of the baseline this run saved
 
     # -- before measuring --------------------------------------------------------------------------
@@ -62,7 +63,8 @@ class BenchSession:
         settings, key = self.settings, self.context.machine_key
         if settings.save:
             # A corrupt or foreign file must stop the run now, not after minutes of measuring.
-            baseline.load_baseline(baseline.baseline_path(settings.bench_dir, settings.save, key), machine_key=key)
+            path = baseline.baseline_path(settings.bench_dir, settings.save, key)
+            self.save_target = baseline.load_baseline(path, machine_key=key)
         if not settings.compare:
             return None
         self.comparison, warning = BaselineComparison.open(settings, key)

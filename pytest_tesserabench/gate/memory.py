@@ -74,7 +74,7 @@ class MemoryModel:
         slope = self.slopes.get(bench_id)
         if slope is None or slope.value == 0.0 or len(readings) != len(passes_ms):
             return centre
-        if not all(0 < r < math.inf for r in readings):
+        if not all(0 < r < math.inf for r in readings):  # (as pass_canaries reads a record's)
             return centre
         return centre - slope.value * (math.log(readings[lowest]) - slope.reference)
 

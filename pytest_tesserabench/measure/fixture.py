@@ -22,7 +22,7 @@ from pytest_tesserabench.machine import device as machine
 from pytest_tesserabench.machine import threads
 from pytest_tesserabench.measure import integrity, sampling
 from pytest_tesserabench.measure.instruments import Instruments
-from pytest_tesserabench.measure.precision import Precision
+from pytest_tesserabench.measure.precision import Precision, policy_of_dtype
 from pytest_tesserabench.measure.time_limit import budget_s, time_limit
 from pytest_tesserabench.options import Settings
 from pytest_tesserabench.record.results import GPU_TIMERS, BenchRecord, DocumentError, Sampling, Stats, check_plain_json
@@ -427,18 +427,6 @@ def _distributed_block(ranks, comm: tuple[float, float] | None, median_ms: float
     return block
 
 
-# torch's dtype names as the precision policies (and the bench_precision marker) spell them, so a
-# record's dtype reads alike whether a marker or a tensor named it
-_POLICY_NAMES = {
-    "float64": "fp64",
-    "float32": "fp32",
-    "float16": "fp16",
-    "bfloat16": "bf16",
-    "float8_e4m3fn": "fp8_e4m3",
-    "float8_e5m2": "fp8_e5m2",
-}
-
-
 def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:
     """The precision a roofline is drawn for: the test's policy, else the first float tensor's dtype
     (as a policy names it: fp32, bf16...)."""
@@ -451,7 +439,7 @@ def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:
     for value in (*args, *kwargs.values()):
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             name = str(value.dtype).removeprefix("torch.")
-            return _POLICY_NAMES.get(name, name)
+            return policy_of_dtype(name) or name  # as a marker names it, so the two read alike
     return None
 
 

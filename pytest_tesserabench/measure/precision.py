@@ -26,6 +26,13 @@ _ACCUM = {"fp32": "float32", "fp16": "float16"}
 _GRAMMAR = re.compile(r"^(?P<storage>[a-z0-9_]+)(?:@accum\((?P<accum>[a-z0-9_]+)\))?$")
 
 
+def policy_of_dtype(name: str) -> str | None:
+    """The storage policy a torch dtype name stands for (float32 -> fp32, bfloat16 -> bf16), the
+    first in _STORAGE's order (fp32 before tf32, which stores the same type); None for one no
+    policy stores (float64)."""
+    return next((storage for storage, spec in _STORAGE.items() if spec[1] == name), None)
+
+
 class PrecisionError(ValueError):
     """An unknown or malformed precision policy."""
 

@@ -265,27 +265,30 @@ def test_a_pass_gets_its_share_of_the_budget_and_a_test_measured_once_all_of_it(
     assert plan.budget(budget) == budget and plan.earlier == {}
 
 
+def refused(project, options: list[str], line: str) -> None:
+    """A run with ``options`` is a usage error saying ``line`` (a pattern) before it measures anything."""
+    pytester, log = project
+    words(log)
+    result = pytester.runpytest(*options, *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([line])
+    assert words(log) == []  # nothing measured
+
+
 def test_a_comparison_across_different_numbers_of_passes_is_refused_before_measuring(project):
     # The two sides are centred differently (lowest pass against all rounds): no timing verdict
     # could be given, so the run stops before minutes of measuring, and says how to fix it.
     pytester, log = project
     pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)  # auto: 4 passes
-    words(log)
-    result = pytester.runpytest("--bench-compare=main", "--bench-passes=1", *ARGS)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "ERROR: --bench-compare=main: this run would be measured in 1 pass(es), the baseline's runs in 4: the "
-            "two are centred differently, so no timing could be judged against them. To gate: record the baseline "
-            "and compare with the same --bench-passes (a run under -n makes one pass: *"
-        ]
+    refused(
+        project,
+        ["--bench-compare=main", "--bench-passes=1"],
+        "ERROR: --bench-compare=main: this run would be measured in 1 pass(es), the baseline's runs in 4: the two "
+        "are centred differently, so no timing could be judged against them. To gate: record the baseline and "
+        "compare with the same --bench-passes (a run under -n makes one pass: *",
     )
-    assert words(log) == []  # nothing measured
     # a save of it would leave a baseline whose runs judge none
-    result = pytester.runpytest("--bench-save=main", "--bench-passes=1", *ARGS)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --bench-save=main: this run would be measured in 1 pass(es)*another name"])
-    assert words(log) == []
+    refused(project, ["--bench-save=main", "--bench-passes=1"], "ERROR: --bench-save=main: this run would be *name")
     saved = json.loads(next((pytester.path / "baselines" / "main").glob("*.json")).read_text())
     assert len(saved["runs"]) == 1
     pytester.runpytest("--bench-save=other", "--bench-passes=1", *ARGS).assert_outcomes(passed=4)  # a new name
@@ -300,11 +303,9 @@ def test_a_run_under_xdist_against_a_baseline_saved_without_it_is_refused_naming
     pytest.importorskip("xdist")
     pytester, log = project
     pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)
-    words(log)
-    result = pytester.runpytest("-n", "2", "--bench-compare=main", *ARGS)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --bench-compare=main: *(one pass: under pytest-xdist (-n) each worker*"])
-    assert words(log) == []
+    refused(
+        project, ["-n", "2", "--bench-compare=main"], "ERROR: --bench-compare=main: *(one pass: under pytest-xdist *"
+    )
 
 
 def test_a_run_file_measured_in_other_passes_reads_inconclusive_with_the_fix(project, capsys):
@@ -345,17 +346,13 @@ def test_a_comparison_under_another_bench_threads_is_refused_before_measuring(pr
     pytester.runpytest("--bench-save=main", *ARGS).assert_outcomes(passed=4)
     saved = json.loads(next((pytester.path / "baselines" / "main").glob("*.json")).read_text())
     assert {b["sampling"]["threads"] for b in saved["runs"][0]["benchmarks"].values()} == {0}
-    words(log)
-    result = pytester.runpytest("--bench-compare=main", "--bench-threads=1", *ARGS)
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(
-        [
-            "ERROR: --bench-compare=main: this run would be measured with thread pools at 1 (--bench-threads), the "
-            "baseline's runs as the process had them, so no timing could be judged against them. To gate: record "
-            "the baseline and compare with the same --bench-threads"
-        ]
+    refused(
+        project,
+        ["--bench-compare=main", "--bench-threads=1"],
+        "ERROR: --bench-compare=main: this run would be measured with thread pools at 1 (--bench-threads), the "
+        "baseline's runs as the process had them, so no timing could be judged against them. To gate: record "
+        "the baseline and compare with the same --bench-threads",
     )
-    assert words(log) == []
     result = pytester.runpytest("--bench-compare=main", *ARGS)  # alike: nothing said
     assert "thread pools at" not in result.stdout.str() and "WARNING" not in result.stdout.str()
     assert "against it the gate catches" in result.stdout.str()  # (here it is said, as the baseline is noisy)
