@@ -245,6 +245,9 @@ def test_a_test_timed_in_the_triton_interpreter_takes_one_earlier_pass_then_meas
     assert "pass 2 of 4" not in result.stdout.str()  # no pass is announced with nothing to run
     record = next(iter(json.loads((pytester.path / "out.json").read_text())["benchmarks"].values()))
     assert record["timer"] == "interpreter" and record["sampling"]["passes"] == 1 and "confirm" not in record
+    # three rounds of one call, not the budget: the timing is shown, never gated, and not "noisy"
+    assert len(record["rounds_ms"]) == 3 and record["sampling"]["samples_per_round"] == 1
+    assert not record["stats"]["noisy"]
     # compared in the default passes: a record never gated decides nothing about the passes, so
     # no warning that the baseline measured in another number, and its verdict is not undecided
     compared = pytester.runpytest_subprocess("--bench-compare=main", *ARGS)
