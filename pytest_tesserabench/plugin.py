@@ -431,6 +431,11 @@ class SessionHooks:
             problem = state.open_baselines()
         except BaselineError as exc:
             raise pytest.UsageError(str(exc)) from None
+        if state.not_compared and settings.unresolved == "fail":
+            raise pytest.UsageError(
+                f"{state.not_compared}. With --bench-unresolved=fail a run that can judge nothing is refused "
+                "before it measures"
+            )
         if problem and not state.is_worker:
             warnings_.append(problem)
         _one_pass_when_no_timing_is_compared(state)
@@ -515,6 +520,7 @@ class SessionHooks:
         )
         failures = []
         unresolved_fails = self.state.settings.unresolved == "fail" and self.state.comparison is not None
+        elsewhere = self.state.timings_elsewhere() if unresolved_fails else None
         for label, record in fixture.records.items():  # (with the fresh processes kept meanwhile)
             verdict = verdicts.get(record.id)
             if verdict is None:
@@ -527,6 +533,8 @@ class SessionHooks:
                 failures.append(line)
             elif verdict.status == "INCONCLUSIVE" and unresolved_fails:
                 failures.append(f"{line}. To settle it: {verdict.hint()} (--bench-unresolved=fail)")
+            elif elsewhere and record.timing_gated and record.measured_rounds:
+                failures.append(f"{line}. Its timing was not judged: {elsewhere} (--bench-unresolved=fail)")
             # (an INCONCLUSIVE one passes: its row, a line under the comparison saying what would settle
             # it, and the summary's line naming every one say it, once each, not a warning apiece)
         from pytest_tesserabench.report.junit import properties

@@ -35,6 +35,7 @@ class BenchSession:
             settings, cache_dir=cache_dir, machine_info=lambda: self.context.machine_info, gpu=gpu
         )
         self.comparison: BaselineComparison | None = None
+        self.not_compared: str | None = None  # why a --bench-compare run has nothing to compare with here
         self.ab = None  # ab.lead.ABLead with --bench-ab (in the process that runs tests)
         self.reference = None  # ab.worktree.Reference with --bench-ab (every process)
         self.sigterm = None  # with --bench-ab or fresh processes: SIGTERM's handler before the lead took it as Ctrl-C
@@ -68,7 +69,15 @@ class BenchSession:
         if not settings.compare:
             return None
         self.comparison, warning = BaselineComparison.open(settings, key)
+        if self.comparison is None and settings.save != settings.compare:  # (not a history's first save)
+            self.not_compared = warning
         return warning
+
+    def timings_elsewhere(self) -> str | None:
+        """Why this run's timings are not judged, where the --bench-compare baseline holds only
+        another machine's runs (its kernel figures are); None otherwise."""
+        comparison = self.comparison
+        return comparison.not_this_machine(self.context.machine_key) if comparison is not None else None
 
     @property
     def comparing(self) -> bool:

@@ -361,7 +361,15 @@ class History:
                 shift=math.expm1(shift.value) if shift is not None else None,
                 processes=processes,
                 hint_text=(
-                    _hint(stage, history, detectable, threshold, shift, mostly_shift=bool(dec.mostly_shift[i]))
+                    _hint(
+                        stage,
+                        history,
+                        detectable,
+                        threshold,
+                        shift,
+                        mostly_shift=bool(dec.mostly_shift[i]),
+                        in_passes=record.sampling is not None and record.sampling.passes > 1,
+                    )
                     if status == "INCONCLUSIVE"
                     else None
                 ),  # fmt: skip
@@ -587,15 +595,29 @@ def untimed_verdict(bench_id: str, kernels, reason: str, **fields) -> Verdict:
 
 
 def _hint(
-    stage: str, history: int, detectable: float, threshold: float, shift: Shift | None, *, mostly_shift: bool = False
+    stage: str,
+    history: int,
+    detectable: float,
+    threshold: float,
+    shift: Shift | None,
+    *,
+    mostly_shift: bool = False,
+    in_passes: bool = False,
 ) -> str:
     """What would settle an INCONCLUSIVE verdict, by what left it undecided. ``mostly_shift``: the
-    run's shift is more of its variance than its own measurement."""
+    run's shift is more of its variance than its own measurement; ``in_passes``: the benchmark was
+    measured in interleaved passes (which cannot be the advice then)."""
     if shift is not None and shift.canary_moved:
+        # (passes let each benchmark's shift come from the others' earlier passes; a run of a few
+        # benchmarks has too few others either way)
+        how = (
+            "more of the suite in the run (not a -k of a few)"
+            if in_passes
+            else "measuring in passes (the default, not under -n)"
+        )
         return (
-            "the machine's speed moved since the baseline (canary) and this benchmark ran before enough others "
-            "to measure by how much; measuring in passes (the default, not under -n), a steadier machine, or "
-            "--bench-ab=REF settles it"
+            "the machine's speed moved since the baseline (canary) and too few other benchmarks of this run were "
+            f"measured before it to tell by how much; {how}, a steadier machine, or --bench-ab=REF settles it"
         )
     if stage == SHIFT and shift is not None:
         return (

@@ -93,6 +93,22 @@ class BaselineComparison:
         where the timings come from another machine."""
         return self.history.detectable(processes=processes) if self.same_machine else {}
 
+    def not_this_machine(self, machine_key: str) -> str | None:
+        """Why this run's timings cannot be judged against the baseline, where it holds no runs of
+        this machine (``machine_key``) and the gate compares another's kernel figures only; None
+        where it holds this machine's. Timings of two CPU or GPU models are not comparable, so a
+        pool of CI runners of several models gates timings only on the model that saved them."""
+        if self.same_machine:
+            return None
+        device = self.baseline.latest_machine.get("device", self.baseline.machine_key)
+        name = self.settings.compare
+        return (
+            f"baseline {name} holds no runs of this machine ({machine_key}), only of {self.baseline.machine_key} "
+            f"({device}): timings are compared only on the kind of machine that saved them. To judge them, save "
+            f"{name} on this one (`pytest --bench-save={name}`, three times), or run the job on one kind of "
+            f"runner; --bench-ab=REF judges them in one job"
+        )
+
     def describe(self) -> str:
         """'main (PATH, 3 run(s), measured in 9 processes; the timings of 3 benchmark(s), the figures
         of 3 kernel(s) on sm_80, sm_90)': what the gate holds this run against (over all its runs: a

@@ -43,12 +43,17 @@ def _roof(record: BenchRecord) -> float | None:
     return roof.get("efficiency") if roof else None
 
 
+UNRESOLVED = ("INCONCLUSIVE", "NOT_GATED")  # what --bench-unresolved=fail fails a test for
+
+
 def notes(record: BenchRecord, *, timer_shown: bool = False) -> list[str]:
     """Short facts about a record worth a reader's attention."""
     out = []
-    if record.outcome == "failed" and not (record.verdict and record.verdict.failed):
+    verdict = record.verdict
+    if record.outcome == "failed" and not (verdict and (verdict.failed or verdict.status in UNRESOLVED)):
         # measured, then its test failed (an assertion, or another row's verdict): not saved, and
-        # not this row's doing, which a reader of a failed test's rows must not take it for
+        # not this row's doing, which a reader of a failed test's rows must not take it for (an
+        # unresolved row may have failed it itself, under --bench-unresolved=fail: not said either way)
         out.append("its test failed, not on this row's verdict")
     if record.timer == "interpreter":
         out.append("interpreter, not gated")

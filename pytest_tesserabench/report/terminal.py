@@ -366,6 +366,8 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         _write_ab_section(terminalreporter, state, width)
     comparison = state.comparison
     if comparison is None:
+        if state.not_compared:
+            terminalreporter.write_line(f"NOTHING JUDGED: {state.not_compared}", red=True)
         return
     from pytest_tesserabench.gate.model import machine_ratio
 
@@ -389,6 +391,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     if unresolved:
         loud = unresolved.startswith("NOTHING")
         terminalreporter.write_line(unresolved, yellow=not loud, red=loud)
+    elsewhere = elsewhere_line(state)
+    if elsewhere:
+        terminalreporter.write_line(elsewhere, red=True)
     suite = suite_line(state)
     if suite:
         terminalreporter.write_line(suite, red=state.suite.failed)
@@ -398,6 +403,20 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     not_run = not_run_line(state)
     if not_run:
         terminalreporter.write_line(not_run)
+
+
+def elsewhere_line(state) -> str | None:
+    """Loud where this run's timings were measured and none judged: the --bench-compare baseline
+    holds another machine's runs only (a pool of CI runners of several CPU models), which the
+    comparison's header alone leaves easy to miss in a green job."""
+    why = state.timings_elsewhere()
+    timed = [r for r in state.records.values() if r.timing_gated and r.measured_rounds]
+    if why is None or not timed:
+        return None
+    failing = state.settings.unresolved == "fail"
+    return f"TIMINGS NOT JUDGED ({len(timed)} timed benchmark(s)): {why}" + (
+        "" if failing else "; --bench-unresolved=fail fails them"
+    )
 
 
 def creep_line(state) -> str | None:
@@ -422,9 +441,10 @@ def run_notes(state, config) -> list[str]:
     """What the summary says about this session's run under its tables, for the reports (see
     report_notes); the settle command not without ``config``."""
     if state.comparison is None:
-        return report_notes(state.records.values())
+        nothing = [f"NOTHING JUDGED: {state.not_compared}"] if state.not_compared else []
+        return [*report_notes(state.records.values()), *nothing]
     settle = settle_by_ab(state, config) if config is not None else None
-    return report_notes(
+    notes = report_notes(
         state.records.values(),
         state.all_verdicts(),
         settle=settle,
@@ -432,6 +452,8 @@ def run_notes(state, config) -> list[str]:
         not_run=not_run_line(state),
         failing=state.settings.unresolved == "fail",
     )
+    elsewhere = elsewhere_line(state)
+    return [*notes, elsewhere] if elsewhere else notes
 
 
 def report_notes(

@@ -117,6 +117,18 @@ def test_short_history_hint_says_record_more_runs():
     assert Verdict(id="x", status="UNCHANGED", hint_text="ignored").hint() is None
 
 
+def test_a_canary_move_with_too_few_others_advises_what_this_run_lacks():
+    from pytest_tesserabench.gate.model import Shift
+    from pytest_tesserabench.gate.pipeline import RULE, _hint
+
+    moved = Shift(0.0, 0.01, "none yet (too few other benchmarks measured)", canary_moved=0.1)
+    once = _hint(RULE, 3, 0.2, 0.05, moved)
+    assert "measuring in passes" in once and "--bench-ab=REF" in once
+    # measured in passes already (a -k of two benchmarks): passes cannot be the advice
+    passes = _hint(RULE, 3, 0.2, 0.05, moved, in_passes=True)
+    assert "measuring in passes" not in passes and "more of the suite in the run" in passes
+
+
 def test_per_benchmark_threshold_override(rng):
     cand, base = make_runs(1, rng, scale={IDS[0]: 1.12}), make_runs(5, rng)
     assert judge(cand, base)[IDS[0]].status == "REGRESSED"
@@ -627,3 +639,22 @@ def test_an_unchanged_line_that_reads_faster_says_why_it_is_not_improved():
     )  # fmt: skip
     assert "faster, short of the bar for IMPROVED" in verdict.line()
     assert "IMPROVED" not in replace(verdict, ci=(0.9, 1.02)).line()
+
+
+def test_a_benchmark_measured_in_passes_is_not_told_to_measure_in_passes(rng):
+    # One benchmark of a four-benchmark baseline (a -k), the machine 12% slower by the canary:
+    # no other benchmark tells the run's shift, and the record was measured in four passes.
+    def run(levels, canary, passes):
+        benchmarks = {}
+        for name, level in levels.items():
+            rounds = list(level * (1 + 0.01 * rng.standard_normal(40)))
+            sampling = {"pass_rounds": [10] * 4, "passes": 4} if passes else {}
+            benchmarks[name] = {"timer": "cpu", "rounds_ms": rounds, "sampling": sampling}
+        return {"schema": 1, "canary_ms": [canary, canary], "benchmarks": benchmarks}
+
+    levels = {f"b{k}": 1.0 + k for k in range(4)}
+    base = [run({n: v * drift for n, v in levels.items()}, 10.0, True) for drift in (0.97, 1.0, 1.03, 1.01)]
+    for passes, advice in ((True, "more of the suite in the run"), (False, "measuring in passes")):
+        verdict = compare_runs([run({"b0": 1.12}, 11.2, passes)], base)["b0"]
+        assert verdict.status == "INCONCLUSIVE", verdict.line()
+        assert advice in verdict.hint(), verdict.hint()

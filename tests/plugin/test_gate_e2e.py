@@ -196,6 +196,12 @@ def test_no_baseline_for_this_machine_is_a_warning_not_a_failure(project):
     result = project.runpytest("--bench-compare=main", *ARGS)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines([f"*no baseline for this machine ({machine.machine_key()})*--bench-save=main*"])
+    # said again under the results, where a green job's reader looks
+    result.stdout.fnmatch_lines(["NOTHING JUDGED: --bench-compare=main: no baseline for this machine*"])
+    # and refused before measuring where CI asks to fail what it cannot judge
+    result = project.runpytest("--bench-compare=main", "--bench-unresolved=fail", *ARGS)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*no baseline for this machine*a run that can judge nothing is refused*"])
 
 
 def test_the_gate_under_xdist(project, monkeypatch):

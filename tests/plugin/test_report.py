@@ -343,6 +343,9 @@ def test_a_record_whose_test_failed_for_its_own_reasons_says_so():
     assert "its test failed, not on this row's verdict" in notes(measured)
     regressed = replace(measured, verdict=Verdict(id=measured.id, status="REGRESSED", severity="severe"))
     assert "its test failed" not in notes(regressed)  # its verdict says why already
+    # an unresolved row may have failed its test itself (--bench-unresolved=fail): not said either way
+    inconclusive = replace(measured, verdict=Verdict(id=measured.id, status="INCONCLUSIVE"))
+    assert "its test failed" not in notes(inconclusive)
     assert "its test failed" not in notes(replace(measured, outcome="passed"))
 
 

@@ -127,3 +127,37 @@ def test_a_baseline_recorded_on_a_gpu_gates_the_kernel_figures_on_a_gpu_less_run
     result = pytester.runpytest("--bench-compare=main", *FAST)
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines([f"*kernel figures compared, not gated: Triton {other} in the baseline*"])
+
+
+def test_timings_against_another_machines_baseline_are_said_loudly_and_fail_when_unresolved_fails(
+    pytester, monkeypatch
+):
+    """A runner of another CPU model than the one that saved the baseline (a pool of CI runners):
+    its kernel figures are judged, its timings cannot be, and a green job must not hide that."""
+    from pytest_tesserabench.machine import device as machine
+
+    monkeypatch.setenv("COLUMNS", "250")
+    pytester.makepyfile(test_k=KERNEL_TEST + "\n\ndef test_cpu(bench):\n    bench(sorted, list(range(2000, 0, -1)))\n")
+    pytester.runpytest("--bench-save=main", *FAST).assert_outcomes(passed=2)
+    here = pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
+    data = json.loads(here.read_text())
+    here.unlink()
+    other = here.with_name("cpu-x86-64-amd-epyc-7763.json")
+    data["machine_key"] = other.stem
+    data["runs"][0]["machine"]["device"] = "AMD EPYC 7763 64-Core Processor"
+    other.write_text(json.dumps(data))
+
+    result = pytester.runpytest("--bench-compare=main", *FAST)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        [
+            f"TIMINGS NOT JUDGED (1 timed benchmark(s)): baseline main holds no runs of this machine "
+            f"({machine.machine_key()}), only of cpu-x86-64-amd-epyc-7763 (AMD EPYC 7763 64-Core Processor)*"
+            "`pytest --bench-save=main`*--bench-unresolved=fail fails them"
+        ]
+    )
+    # CI that asks to fail what it could not judge: the timed test fails, the kernel's passes
+    result = pytester.runpytest("--bench-compare=main", "--bench-unresolved=fail", *FAST)
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*test_cpu*", "*Its timing was not judged: baseline main holds no runs of this*"])
+    assert "its test failed, not on this row's verdict" not in result.stdout.str()
