@@ -392,6 +392,11 @@ def _explain(exc: BaseException, fn, name: str | None, when: str) -> None:
         f"tesserabench: raised by {label}{'' if name is None else f' (name={name!r})'} during "
         f"{when}; nothing was recorded for this benchmark"
     )
+    if "active drivers" in str(exc):  # (Triton's words for no GPU driver at a kernel's launch)
+        exc.add_note(
+            "tesserabench: Triton found no GPU driver here; without a GPU, its kernels run in the "
+            "interpreter with --bench-interpret=auto (the default) or always, not never"
+        )
     if "OutOfMemory" in type(exc).__name__:
         exc.add_note(
             "tesserabench: the device ran out of memory: measure a smaller size, or free tensors "

@@ -7,6 +7,7 @@ Torch is imported only when a torch dtype is asked for.
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass
 
@@ -53,8 +54,10 @@ class Precision:
             )
         storage, accum = match["storage"], match["accum"] or "fp32"
         if storage not in _STORAGE:
+            close = difflib.get_close_matches(storage, _STORAGE, n=1)
+            guess = f" (did you mean {close[0]!r}?)" if close else ""
             raise PrecisionError(
-                f"unknown storage type {storage!r} in precision {text!r}; choose one of {', '.join(_STORAGE)}"
+                f"unknown storage type {storage!r} in precision {text!r}{guess}; choose one of {', '.join(_STORAGE)}"
             )
         if accum not in _ACCUM:
             raise PrecisionError(f"unknown accumulator {accum!r} in precision {text!r}; choose fp32 or fp16")

@@ -106,12 +106,31 @@ def read_json(path: Path, what: str = "file") -> Any:
     try:
         return json.loads(text, parse_constant=float)
     except json.JSONDecodeError as exc:
+        marker = _conflict_marker(text)
+        if marker is not None:
+            raise FileProblem(
+                f"{path}: the {what} holds a git merge conflict (line {marker}: '<<<<<<<'): two branches wrote it. "
+                f"Keep one side (`git checkout --theirs -- {path}`, or --ours), then save again on this machine if "
+                "the other side's runs matter"
+            ) from None
         raise FileProblem(
             f"{path}: the {what} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
             "restore it from version control or move it away"
         ) from None
     except RecursionError:
         raise FileProblem(f"{path}: the {what} is nested too deeply to be one of ours; move it away") from None
+
+
+def _conflict_marker(text: str) -> int | None:
+    """The line of the first git conflict marker in ``text`` (a '<<<<<<< ' line with its '=======' and
+    '>>>>>>> ' after it), or None."""
+    lines = text.splitlines()
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("<<<<<<< ") or line == "<<<<<<<":
+            rest = lines[number:]
+            if "=======" in rest and any(later.startswith(">>>>>>>") for later in rest):
+                return number
+    return None
 
 
 def _check_nesting(value: Any, depth: int = 0) -> None:

@@ -204,8 +204,10 @@ def render_summary(records, **kwargs) -> str:
 
 
 def _kernel_lines(records: dict[str, BenchRecord]) -> list[str]:
+    """The static analysis of each record's kernels, by record id (not completion order: under -n
+    that changes from run to run, and two runs' blocks are compared by eye)."""
     lines = []
-    for record_id, record in records.items():
+    for record_id, record in sorted(records.items()):
         if record.kernels:
             lines.append(record_id)
             lines.extend(f"  {line}" for line in format_kernel_lines(record.kernels))

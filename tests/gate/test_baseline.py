@@ -133,6 +133,10 @@ def test_absent_baseline_is_none(tmp_path):
     ("content", "message"),
     [
         ("{not json", "not valid JSON"),
+        (  # two branches saved into it, and git left both sides
+            '{\n  "schema": 1,\n<<<<<<< HEAD\n  "runs": [1]\n=======\n  "runs": [2]\n>>>>>>> pr-7\n}\n',
+            r"holds a git merge conflict \(line 3: '<<<<<<<'\).*git checkout --theirs",
+        ),
         (json.dumps({"schema": 2, "machine_key": KEY, "runs": []}), "schema 2"),
         (json.dumps({"schema": 1, "machine_key": "other", "runs": []}), "machine 'other'"),
         (json.dumps([1, 2]), "not a TesseraBench baseline"),

@@ -428,6 +428,18 @@ def test_a_function_that_fails_while_measured_is_explained(pytester, fast, tmp_p
     assert "pytest_tesserabench/" not in result.stdout.str().split("FAILURES")[1].split("short test summary")[0]
 
 
+def test_a_triton_launch_without_a_gpu_driver_names_the_interpreter(pytester, fast):
+    pytester.makepyfile("""
+        def launch():
+            raise RuntimeError("0 active drivers ([]). There should only be one.")  # Triton's words
+        def test_a(bench):
+            bench(launch)
+    """)
+    result = pytester.runpytest("--bench", *fast)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*0 active drivers*", "*no GPU driver here*--bench-interpret=auto*"])
+
+
 def test_a_tensors_dtype_is_recorded_as_a_precision_policy_names_it(pytester, fast, tmp_path):
     # A record's dtype reads alike whether a bench_precision marker or a tensor named it (the CSV's
     # column, the run file): fp32, not float32 beside fp32. (In a subprocess: torch cannot be

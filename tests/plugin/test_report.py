@@ -402,3 +402,15 @@ def test_noisy_is_said_once_where_a_benchmark_is(verbosity):
     assert max(map(len, narrow)) <= 60 and any(t.startswith("noisy (1 of 2)") for t in narrow)
     steady = [record("t.py::test_a", None, 1.0), record("t.py::test_b", None, 2.0)]
     assert not any("noisy" in line.text for line in summary_lines(steady, width=200, verbosity=verbosity))
+
+
+def test_the_static_analysis_block_lists_records_by_id_not_as_they_completed(monkeypatch):
+    # under -n the records complete in another order each run; two runs' blocks are read side by side
+    from dataclasses import replace
+
+    from pytest_tesserabench.report import terminal
+
+    monkeypatch.setattr(terminal, "format_kernel_lines", lambda kernels: [kernels[0]["name"]])
+    later, earlier = (replace(record(f"t.py::test_{k}", None, 1.0), kernels=[{"name": k}]) for k in "ba")
+    lines = terminal._kernel_lines({later.id: later, earlier.id: earlier})
+    assert lines == ["t.py::test_a", "  a", "t.py::test_b", "  b"]
