@@ -25,7 +25,8 @@ from .tools import ToolMissing, disassemble
 # Bump when the record's content or meaning changes: old cache entries are then ignored.
 # 3: records of kernels that failed in an interpreter process (triton.language left patched)
 # must not be served from old caches. 4: signatures carry Triton's divisibility (i32:16).
-ANALYSER_VERSION = "4"
+# 5: TTIR counts the dots of fp32 inputs on TF32 tensor cores (tf32_dot).
+ANALYSER_VERSION = "5"
 _ARTIFACT_FILES = {"ttir": "ttir", "ttgir": "ttgir", "llir": "llir", "ptx": "ptx", "cubin": "cubin", "sass": "sass"}
 
 

@@ -27,11 +27,17 @@ def _sum(counts: Counter, *names: str) -> int:
     return sum(counts.get(name, 0) for name in names)
 
 
+# A tl.dot of fp32 operands on TF32 tensor cores (its default input_precision): a 10-bit mantissa,
+# not fp32's 23 ("tf32x3" and "ieee" keep fp32 accuracy).
+_TF32_DOT = re.compile(r"\btt\.dot\b[^\n]*\binputPrecision = tf32\b(?!x3)[^:\n]*: tensor<[0-9x]+xf32>")
+
+
 def ttir_summary(text: str) -> dict[str, int]:
     """What the kernel asks for before any GPU lowering."""
     ops = mlir_op_counts(text)
     return {
         "dot": _sum(ops, "tt.dot", "tt.dot_scaled"),
+        "tf32_dot": len(_TF32_DOT.findall(text)),
         "load": _sum(ops, "tt.load"),
         "store": _sum(ops, "tt.store"),
         "descriptor_load": _sum(ops, "tt.descriptor_load", "tt.experimental_descriptor_load"),

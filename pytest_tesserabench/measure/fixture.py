@@ -12,6 +12,7 @@ import difflib
 import math
 import numbers
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -289,6 +290,17 @@ class Bench:
         if label in self.records:
             error = {k: result[k] for k in ("max_abs", "max_rel", "mismatched", "precision")}
             self.records[label] = replace(self.records[label], accuracy=error)
+            tf32 = _tf32_kernels(self.records[label], precision)
+            if tf32:
+                warnings.warn(
+                    pytest.PytestWarning(
+                        f"check_accuracy({precision!s}): {', '.join(tf32)} multiplies fp32 inputs on TF32 tensor cores "
+                        "(tl.dot's default input_precision), whose 10-bit mantissa does not hold fp32's tolerance on a "
+                        "GPU (Triton's interpreter computes in fp32, so the check passes there). Pass "
+                        "input_precision='ieee' (or 'tf32x3') to tl.dot, or check against 'tf32'"
+                    ),
+                    stacklevel=2,
+                )
         if not result["ok"]:
             raise accuracy.AccuracyError(accuracy.failure_message(result))
         return result
@@ -380,6 +392,19 @@ def _refuse(label: str, problem: str | None) -> None:
     __tracebackhide__ = True
     if problem:
         pytest.fail(f"{label}: {problem}", pytrace=False)
+
+
+def _tf32_kernels(record: BenchRecord, precision) -> list[str]:
+    """The kernels of ``record`` whose static analysis found a tl.dot of fp32 inputs on TF32
+    tensor cores, where ``precision`` asks for fp32's tolerance; else none."""
+    try:
+        storage = Precision.parse(precision).storage
+    except ValueError:  # (accuracy.compare said so already)
+        return []
+    if storage != "fp32":
+        return []
+    found = [k.get("name", "a kernel") for k in record.kernels or () if (k.get("ttir") or {}).get("tf32_dot")]
+    return list(dict.fromkeys(found))
 
 
 def _explain(exc: BaseException, fn, name: str | None, when: str) -> None:

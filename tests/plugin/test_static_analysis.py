@@ -161,3 +161,38 @@ def test_timings_against_another_machines_baseline_are_said_loudly_and_fail_when
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*test_cpu*", "*Its timing was not judged: baseline main holds no runs of this*"])
     assert "its test failed, not on this row's verdict" not in result.stdout.str()
+
+
+DOT_TEST = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def _mm_kernel(a_ptr, b_ptr, c_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.load(a_ptr + offs[:, None] * BLOCK + offs[None, :])
+    b = tl.load(b_ptr + offs[:, None] * BLOCK + offs[None, :])
+    tl.store(c_ptr + offs[:, None] * BLOCK + offs[None, :], tl.dot(a, b, PRECISION))
+
+def mm(a, b):
+    c = torch.empty_like(a)
+    _mm_kernel[(1,)](a, b, c, BLOCK=32)
+    return c
+
+def test_mm(bench):
+    a, b = torch.randn(32, 32), torch.randn(32, 32)
+    bench.check_accuracy(bench(mm, a, b), a.double() @ b.double(), "fp32")
+"""
+
+
+@pytest.mark.parametrize(("precision", "warned"), [("input_precision='tf32'", True), ("input_precision='ieee'", False)])
+def test_an_fp32_check_of_a_tf32_dot_warns_that_a_gpu_would_not_hold_it(pytester, precision, warned):
+    # The interpreter computes tl.dot in fp32, so the check passes on a GPU-less runner; the
+    # static analysis sees the TF32 tensor-core dot a GPU would run, whose error fp32's tolerance does not hold.
+    pytester.makepyfile(test_k=DOT_TEST.replace("PRECISION", precision))
+    result = pytester.runpytest("--bench", *FAST)
+    result.assert_outcomes(passed=1)
+    said = "*check_accuracy(fp32): _mm_kernel multiplies fp32 inputs on TF32 tensor cores*input_precision='ieee'*"
+    if warned:
+        result.stdout.fnmatch_lines([said])
+    else:
+        result.stdout.no_fnmatch_line(said)
