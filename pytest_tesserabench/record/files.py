@@ -145,9 +145,21 @@ def _check_nesting(value: Any, depth: int = 0) -> None:
 
 
 def dumps(data: Any) -> str:
-    """Sorted keys, two-space indent, strict JSON (no NaN): a diff of a committed file reads well."""
+    """Sorted keys, two-space indent, strict JSON (no NaN), and a list of numbers or strings on one
+    line: a diff of a committed file reads well, a saved run reads as a block of its fields rather
+    than a column of its rounds (a baseline of 14 benchmarks and 3 saves: 10,329 lines otherwise)."""
     _check_nesting(data)
-    return json.dumps(data, sort_keys=True, indent=2, allow_nan=False) + "\n"
+    return _dumped(data, "") + "\n"
+
+
+def _dumped(value: Any, pad: str) -> str:
+    inner = pad + "  "
+    if isinstance(value, dict) and value:
+        items = (f"{inner}{json.dumps(str(key))}: {_dumped(value[key], inner)}" for key in sorted(value))
+        return "{\n" + ",\n".join(items) + f"\n{pad}}}"
+    if isinstance(value, list) and value and any(isinstance(item, (dict, list)) for item in value):
+        return "[\n" + ",\n".join(inner + _dumped(item, inner) for item in value) + f"\n{pad}]"
+    return json.dumps(value, allow_nan=False)
 
 
 def _umask() -> int:

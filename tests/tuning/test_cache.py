@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_tesserabench.record import files
 from pytest_tesserabench.tuning.cache import (
     TuningCache,
     TuningCacheWarning,
@@ -51,7 +52,7 @@ def test_entries_round_trip_through_sorted_readable_json(tmp_path):
     text = cache.path.read_text()
     data = json.loads(text)
     assert data["schema"] == 1 and len(data["entries"]) == 2
-    assert text == json.dumps(data, sort_keys=True, indent=2) + "\n"  # diff-friendly: sorted, indented
+    assert text == files.dumps(data)  # diff-friendly: sorted, indented, as every committed file
     found = cache.find("matmul", "aaaaaaaaaaaa", {"M": 4096, "N": 4096, "K": 4096}, ["bf16"], "sm_80", "3.6.0")
     assert found["config"] == {"BLOCK_SIZE_M": 128, "num_warps": 8}
     assert not list(tmp_path.glob(".*.tmp"))  # the atomic writer left no temporary behind
