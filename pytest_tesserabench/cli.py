@@ -332,7 +332,7 @@ def _print_kernels(console, runs) -> None:
         console.print(
             f"Kernel figures of {kernels_text(kernels)} ({', '.join(printable(n) for n in names)}): "
             "compared exactly, without statistics (spills and occupancy gated; registers, shared memory and "
-            "the work the kernel holds noted)"
+            "the work the kernel holds noted, its SASS instruction count gated with --bench-work-threshold)"
         )
 
 

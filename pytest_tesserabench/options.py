@@ -351,6 +351,13 @@ OPTIONS: tuple[Option, ...] = (
     _option("bench_dir", "baselines root (default: <rootdir>/baselines)", _path, "DIR"),
     _option("bench_threshold", "smallest slowdown worth failing for, in percent (default 5)", parse_percent, "PCT"),
     _option(
+        "bench_work_threshold",
+        "fail a kernel whose SASS instruction count (same config and Triton) grew by PCT or more against the "
+        "baseline or the A/B reference (default: off, a note; a static count is no measure of speed)",
+        parse_percent,
+        "PCT",
+    ),
+    _option(
         "bench_max_time", "measurement budget per benchmark in seconds, after warm-up (default 1.0)", parse_seconds, "S"
     ),
     _option("bench_min_rounds", "fewest rounds per benchmark (default 5)", parse_count, "N"),
@@ -534,6 +541,7 @@ class Settings:
     json_path: Path | None = None
     bench_dir: Path = Path("baselines")
     threshold: float = 0.05
+    work_threshold: float | None = None  # --bench-work-threshold: a kernel's SASS growth that fails (None: a note)
     max_time: float = 1.0
     min_rounds: int = 5
     warmup: float = 0.1
@@ -595,6 +603,7 @@ _FIELD = {
     "bench_json": "json_path",
     "bench_dir": "bench_dir",
     "bench_threshold": "threshold",
+    "bench_work_threshold": "work_threshold",
     "bench_max_time": "max_time",
     "bench_min_rounds": "min_rounds",
     "bench_warmup": "warmup",

@@ -94,7 +94,9 @@ class BenchSession:
         if self.settings.ab is not None:
             from pytest_tesserabench.ab.verdicts import ab_verdicts
 
-            verdicts = ab_verdicts(records, threshold, machine=self.context.machine_info)
+            verdicts = ab_verdicts(
+                records, threshold, machine=self.context.machine_info, work_threshold=self.settings.work_threshold
+            )
         elif self.comparison is not None:
             from pytest_tesserabench.gate.pipeline import add_measured
 

@@ -13,14 +13,16 @@ from pytest_tesserabench.gate.pipeline import untimed_verdict
 from pytest_tesserabench.record.results import BenchRecord, Verdict
 
 
-def ab_verdicts(records: list[BenchRecord], threshold: float, *, machine: dict) -> dict[str, Verdict]:
+def ab_verdicts(
+    records: list[BenchRecord], threshold: float, *, machine: dict, work_threshold: float | None = None
+) -> dict[str, Verdict]:
     verdicts = {}
     for record in records:
         ab = record.ab
         if ab is None:
             continue
         reference = ab.reference or {}
-        kernels = compare_kernels(record.kernels, reference.get("kernels"))
+        kernels = compare_kernels(record.kernels, reference.get("kernels"), work_threshold=work_threshold)
         decision = ab.decision
         where = f"{ab.ref} ({str(ab.sha)[:10]})"
         interpreted = "interpreter" in (record.timer, reference.get("timer"))

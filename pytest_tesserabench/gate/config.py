@@ -23,6 +23,11 @@ class GateConfig:
     confidence: float = 0.95
     # "Detectable" means caught with this probability: the size the gate promises to catch.
     power: float = 0.9
+    # A kernel whose SASS instruction count (same config, same Triton) grew by this share or more
+    # fails (--bench-work-threshold); None: such growth is a note. Off by default: a static count is
+    # no measure of speed (a loop's body counts once; unrolling adds instructions to save time), but
+    # on a GPU-less runner it is the one sign of a kernel that does more work.
+    work_threshold: float | None = None
 
     # -- the noise model (history mode) ----------------------------------------------------------
     # The least run-to-run drift assumed (relative sd): back-to-back saves in one job understate
@@ -95,6 +100,8 @@ class GateConfig:
             bad("confidence", self.confidence, "between 0.5 and 1 (e.g. 0.95)")
         if not 0.5 <= self.power < 1.0:
             bad("power", self.power, "between 0.5 and 1 (e.g. 0.9)")
+        if self.work_threshold is not None and not 0.0 <= self.work_threshold <= 10.0:
+            bad("work_threshold", self.work_threshold, "a relative growth >= 0 (0.2 means 20%), or None")
         if not 0.0 < self.between_run_floor < 1.0:
             bad("between_run_floor", self.between_run_floor, "a relative sd in (0, 1)")
         if not 0.0 <= self.later_run_drift <= 100.0:

@@ -8,7 +8,8 @@ measurement. Kernels are matched by (name, arch, config); the config is what sel
 * same config: more spill bytes or lower occupancy is a regression (moderate for spills, mild or
   moderate for occupancy by how much was lost); register and shared-memory changes are notes, and
   so are changes of the work the kernel holds (SASS and tensor-core instructions, TTIR dots,
-  loads, stores and math, PTX SFU calls: ``work_changes``);
+  loads, stores and math, PTX SFU calls: ``work_changes``), unless the SASS instruction count grew
+  past ``--bench-work-threshold`` (off by default), which fails by its growth as a timing would;
 * another config of the same kernel (the launcher's heuristics or the config list changed): said
   as such, old -> new, with the figures that moved, as notes;
 * either way, a kernel that can no longer launch (occupancy 0: shared memory over the limit, too
@@ -27,6 +28,18 @@ from typing import Any
 from pytest_tesserabench.record.results import KERNEL_WORK
 
 SEVERITY_RANK = {None: 0, "mild": 1, "moderate": 2, "severe": 3}
+SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
+
+
+def severity_of(ratio: float) -> str:
+    """mild, moderate or severe, by how much slower (a time's ratio) or larger (a count's)."""
+    change = ratio - 1.0
+    for bound, name in SEVERITY_BOUNDS:
+        if change < bound:
+            return name
+    return "severe"
+
+
 _VARIANT_KEYS = ("num_warps", "num_stages", "num_ctas")
 
 
@@ -103,7 +116,9 @@ def _cannot_launch(kernel: dict) -> str | None:
     return None
 
 
-def _compare_figures(label: str, old: dict, new: dict, gated: bool, found: KernelFindings) -> None:
+def _compare_figures(
+    label: str, old: dict, new: dict, gated: bool, found: KernelFindings, work_threshold: float | None = None
+) -> None:
     spill_new, spill_old = _figure(new, "spill_bytes"), _figure(old, "spill_bytes")
     if spill_new is not None and spill_old is not None and spill_new > spill_old:
         found.add("moderate", f"{label}: spills {spill_old:.0f} B -> {spill_new:.0f} B", gated=gated)
@@ -119,6 +134,15 @@ def _compare_figures(label: str, old: dict, new: dict, gated: bool, found: Kerne
     work = work_changes(old, new)
     if work:
         found.notes.append(f"{label}: work {work}")
+    sass_new, sass_old = _figure(new, "sass_instructions"), _figure(old, "sass_instructions")
+    if work_threshold is not None and sass_new is not None and sass_old and sass_new >= sass_old * (1 + work_threshold):
+        grew = sass_new / sass_old
+        found.add(
+            severity_of(grew),
+            f"{label}: SASS instructions {sass_old:.0f} -> {sass_new:.0f} ({grew - 1:+.1%}), "
+            "past --bench-work-threshold",
+            gated=gated,
+        )
 
 
 def work_changes(old: dict, new: dict) -> str:
@@ -154,12 +178,17 @@ def _config_losses(label: str, old: dict, new: dict, found: KernelFindings) -> N
 
 
 def compare_kernels(
-    candidate: list[dict] | None, baseline: list[dict] | None, *, compilers_differ: str | None = None
+    candidate: list[dict] | None,
+    baseline: list[dict] | None,
+    *,
+    compilers_differ: str | None = None,
+    work_threshold: float | None = None,
 ) -> KernelFindings:
     """Findings for one benchmark's kernels against the baseline's (see the module doc).
 
     ``compilers_differ``: e.g. 'Triton 3.6.0 -> 3.9.0' when the two sides were compiled by
-    different versions; then nothing regresses and the figures are notes.
+    different versions; then nothing regresses and the figures are notes. ``work_threshold``:
+    GateConfig.work_threshold (the same config's SASS instruction count grown by it fails).
     """
     found = KernelFindings()
     gated = compilers_differ is None
@@ -192,5 +221,5 @@ def compare_kernels(
             if not _cannot_launch(old):
                 found.add("severe", f"{label}: {blocked}", gated=gated)
             continue
-        _compare_figures(label, old, kernel, gated=gated, found=found)
+        _compare_figures(label, old, kernel, gated=gated, found=found, work_threshold=work_threshold)
     return found

@@ -27,7 +27,7 @@ import numpy as np
 from scipy import stats
 
 from pytest_tesserabench.gate.config import GateConfig
-from pytest_tesserabench.gate.rule import severity_of
+from pytest_tesserabench.gate.kernels import severity_of
 from pytest_tesserabench.record.results import Verdict
 from pytest_tesserabench.record.stats import median_ci
 

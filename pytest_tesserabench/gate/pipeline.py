@@ -34,7 +34,7 @@ from pytest_tesserabench.gate.centres import (
     robust_sd,
 )
 from pytest_tesserabench.gate.config import GateConfig
-from pytest_tesserabench.gate.kernels import compare_kernels
+from pytest_tesserabench.gate.kernels import compare_kernels, severity_of
 from pytest_tesserabench.gate.model import (
     BaselineModel,
     Shift,
@@ -52,7 +52,6 @@ from pytest_tesserabench.gate.rule import (
     decide,
     noise_components,
     pct,
-    severity_of,
     suite_prior,
     worse,
 )
@@ -211,7 +210,9 @@ class History:
             base = [run.benchmarks[bench_id] for run in self.runs if bench_id in run.benchmarks]
             old_kernels, old_machine = _latest_with_kernels(self.runs, bench_id)
             differ = _compilers_differ(machine, old_machine)
-            kernels = compare_kernels(record.kernels or None, old_kernels, compilers_differ=differ)
+            kernels = compare_kernels(
+                record.kernels or None, old_kernels, compilers_differ=differ, work_threshold=self.config.work_threshold
+            )
             history = sum(1 for rec in base if rec.measured_rounds)
             if not base and bench_id in self.imported:
                 verdicts[bench_id] = untimed_verdict(bench_id, kernels, IMPORTED_ONLY, history=0)

@@ -55,9 +55,7 @@ from scipy import stats
 
 from pytest_tesserabench.gate.centres import median_factor
 from pytest_tesserabench.gate.config import GateConfig
-
-SEVERITY_BOUNDS = ((0.10, "mild"), (0.20, "moderate"))  # change below 10% mild, below 20% moderate
-from pytest_tesserabench.gate.kernels import SEVERITY_RANK  # noqa: E402
+from pytest_tesserabench.gate.kernels import SEVERITY_RANK
 
 # What set a verdict's status (Verdict.stage).
 RULE, SHIFT, PROCESSES = "rule", "shift", "processes"
@@ -299,14 +297,6 @@ def decide(
         stage=stage,
         mostly_shift=shift_var > own,
     )
-
-
-def severity_of(ratio: float) -> str:
-    change = ratio - 1.0
-    for bound, name in SEVERITY_BOUNDS:
-        if change < bound:
-            return name
-    return "severe"
 
 
 def worse(a: str | None, b: str | None) -> str | None:

@@ -70,7 +70,9 @@ class BaselineComparison:
         from pytest_tesserabench.gate import GateConfig
         from pytest_tesserabench.gate.pipeline import History
 
-        config = GateConfig(alpha=self.settings.alpha, threshold=self.settings.threshold)
+        config = GateConfig(
+            alpha=self.settings.alpha, threshold=self.settings.threshold, work_threshold=self.settings.work_threshold
+        )
         return History.of(self.baseline.runs, config, timings=self.same_machine)
 
     @property

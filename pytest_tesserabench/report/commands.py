@@ -113,7 +113,7 @@ def write_output(path: Path, content: str, flag: str) -> None:
 def _gate_config(args: argparse.Namespace):
     from pytest_tesserabench.gate import GateConfig
 
-    return GateConfig(alpha=args.alpha, threshold=args.threshold)
+    return GateConfig(alpha=args.alpha, threshold=args.threshold, work_threshold=args.work_threshold)
 
 
 def add_gate_arguments(parser: argparse.ArgumentParser, percent, alpha) -> None:
@@ -129,6 +129,13 @@ def add_gate_arguments(parser: argparse.ArgumentParser, percent, alpha) -> None:
         type=alpha,
         default=0.01,
         help="suite-wide false-alarm rate, split over the benchmarks (default 0.01)",
+    )
+    parser.add_argument(
+        "--work-threshold",
+        type=percent,
+        default=None,
+        metavar="PCT",
+        help="fail a kernel whose SASS instruction count grew by PCT or more, as --bench-work-threshold (default: off)",
     )
     parser.add_argument("--dir", type=Path, default=None, help=BASELINES_HELP)
 

@@ -66,6 +66,21 @@ def test_compare_threshold_option(files):
     assert main(["compare", str(baseline), str(slower), "--threshold", "0%"]) == 1
 
 
+def test_compare_work_threshold_option(tmp_path):
+    # the same kernel holding half as many instructions again: a note, or a failure past the threshold
+    def run(sass):
+        data = run_dict(np.random.default_rng(1))
+        kernel = {"name": "k", "arch": "sm_90", "num_warps": 4, "sass_instructions": sass, "occupancy": 0.5}
+        data["benchmarks"]["t::fast"]["kernels"] = [kernel]
+        path = tmp_path / f"run{sass}.json"
+        path.write_text(json.dumps(data))
+        return str(path)
+
+    old, new = run(200), run(300)
+    assert main(["compare", old, new]) == 0
+    assert main(["compare", old, new, "--work-threshold", "20"]) == 1
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -51,6 +51,20 @@ def test_the_work_a_kernel_holds_is_noted_where_it_changed_never_failed():
     assert compare_kernels([old], [old]).notes == []  # nothing changed: nothing said
 
 
+def test_more_sass_instructions_fail_past_the_work_threshold_by_their_growth():
+    old, new = kernel(sass_instructions=200), kernel(sass_instructions=450)
+    assert compare_kernels([new], [old]).regressions == []  # off by default: a note
+    found = compare_kernels([new], [old], work_threshold=0.2)
+    assert found.regressions == [
+        ("severe", "kernel k (sm_90): SASS instructions 200 -> 450 (+125.0%), past --bench-work-threshold")
+    ]
+    assert compare_kernels([kernel(sass_instructions=215)], [old], work_threshold=0.05).severity == "mild"
+    assert compare_kernels([kernel(sass_instructions=209)], [old], work_threshold=0.05).regressions == []
+    # another Triton compiled the baseline: the growth is shown, not gated
+    other = compare_kernels([new], [old], work_threshold=0.2, compilers_differ="Triton 3.6.0 -> 3.9.0")
+    assert other.regressions == [] and any("past --bench-work-threshold" in n for n in other.notes)
+
+
 def test_a_baseline_keeps_the_work_figures_and_no_more_of_the_mix():
     from pytest_tesserabench.record.results import BenchRecord, RunDocument
 

@@ -131,3 +131,36 @@ def test_an_interpreted_call_timed_here_alone_is_judged_by_both_sides_kernel_fig
     # timers that differ (a Triton kernel replaced by torch): not compared, and why
     other = ab_verdicts([_interpreted(reference_timer="cpu")], 0.05, machine={})["t.py::test"]
     assert other.status == "NEW" and "not compared with main (aaaaaaaaaa): timers differ" in other.notes[0]
+
+
+def test_a_kernel_that_holds_more_work_than_the_reference_fails_past_the_work_threshold():
+    def kernel(sass):
+        return {"name": "k", "arch": "sm_90", "num_warps": 4, "sass_instructions": sass, "occupancy": 0.5}
+
+    data = {**DECIDED, "reference": {**DECIDED["reference"], "kernels": [kernel(200)]}}
+    record = BenchRecord(
+        nodeid="t.py::test", name=None, group="t.py", timer="cpu", rounds_ms=[1.0, 1.1], stats=None,
+        ab=ABResult.from_json(data, "ab"), kernels=[kernel(300)],
+    )  # fmt: skip
+    assert ab_verdicts([record], 0.05, machine={})[record.id].status == "UNCHANGED"  # off: a note
+    verdict = ab_verdicts([record], 0.05, machine={}, work_threshold=0.2)[record.id]
+    assert verdict.status == "REGRESSED" and verdict.severity == "severe"
+    assert verdict.reasons == ("kernel k (sm_90): SASS instructions 200 -> 300 (+50.0%), past --bench-work-threshold",)
+
+
+def test_the_session_judges_a_b_records_with_its_work_threshold(tmp_path):
+    # --bench-work-threshold reaches A/B's verdicts as it reaches history mode's
+    from pytest_tesserabench.options import Settings
+    from pytest_tesserabench.session import BenchSession
+
+    def kernel(sass):
+        return {"name": "k", "arch": "sm_90", "num_warps": 4, "sass_instructions": sass, "occupancy": 0.5}
+
+    data = {**DECIDED, "reference": {**DECIDED["reference"], "kernels": [kernel(200)]}}
+    record = BenchRecord(
+        nodeid="t.py::test", name=None, group="t.py", timer="cpu", rounds_ms=[1.0, 1.1], stats=None,
+        ab=ABResult.from_json(data, "ab"), kernels=[kernel(300)],
+    )  # fmt: skip
+    settings = Settings(enabled=True, ab="main", work_threshold=0.2)
+    session = BenchSession(settings, rootdir=tmp_path, cache_dir=None, is_worker=False)
+    assert session.judge([record], 0.05)[record.id].status == "REGRESSED"

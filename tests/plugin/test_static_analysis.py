@@ -196,3 +196,22 @@ def test_an_fp32_check_of_a_tf32_dot_warns_that_a_gpu_would_not_hold_it(pytester
         result.stdout.fnmatch_lines([said])
     else:
         result.stdout.no_fnmatch_line(said)
+
+
+def test_more_work_in_a_kernel_fails_past_the_work_threshold(pytester):
+    from pytest_tesserabench.machine import device as machine
+
+    pytester.makepyfile(test_k=KERNEL_TEST)
+    pytester.runpytest("--bench-save=main", *FAST).assert_outcomes(passed=1)
+    path = pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
+    data = json.loads(path.read_text())
+    (kernel,) = data["runs"][0]["benchmarks"]["test_k.py::test_scale"]["kernels"]
+    # Pretend the baseline's kernel held two thirds of this one's instructions: this one does more work.
+    kernel["sass_instructions"] = round(kernel["sass_instructions"] / 1.5)
+    path.write_text(json.dumps(data))
+    result = pytester.runpytest("--bench-compare=main", *FAST)
+    result.assert_outcomes(passed=1)  # off by default: a note
+    result.stdout.fnmatch_lines(["*work SASS instructions*(+5*%)*"])
+    result = pytester.runpytest("--bench-compare=main", "--bench-work-threshold=20", *FAST)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*REGRESSED (severe)*SASS instructions*(+5*%), past --bench-work-threshold*"])
