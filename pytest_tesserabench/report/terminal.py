@@ -394,8 +394,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         loud = unresolved.startswith("NOTHING")
         terminalreporter.write_line(unresolved, yellow=not loud, red=loud)
     elsewhere = elsewhere_line(state)
-    if elsewhere:
-        terminalreporter.write_line(elsewhere, red=True)
+    if elsewhere:  # (red where nothing was judged, as NOTHING JUDGED; yellow beside judged kernel figures)
+        figures = "the kernel figures of" in elsewhere
+        terminalreporter.write_line(elsewhere, red=not figures, yellow=figures)
     suite = suite_line(state)
     if suite:
         terminalreporter.write_line(suite, red=state.suite.failed)
@@ -415,8 +416,12 @@ def elsewhere_line(state) -> str | None:
     timed = [r for r in state.records.values() if r.timing_gated and r.measured_rounds]
     if why is None or not timed:
         return None
+    from pytest_tesserabench.gate.pipeline import KERNEL_FIGURES
+
+    figures = sum(1 for v in state.all_verdicts().values() if v.stage == KERNEL_FIGURES)
+    judged = f"; the kernel figures of {figures} were" if figures else ""
     failing = state.settings.unresolved == "fail"
-    return f"TIMINGS NOT JUDGED ({len(timed)} timed benchmark(s)): {why}" + (
+    return f"TIMINGS NOT JUDGED ({len(timed)} timed benchmark(s){judged}): {why}" + (
         "" if failing else "; --bench-unresolved=fail fails them"
     )
 

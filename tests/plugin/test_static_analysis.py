@@ -151,7 +151,8 @@ def test_timings_against_another_machines_baseline_are_said_loudly_and_fail_when
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            f"TIMINGS NOT JUDGED (1 timed benchmark(s)): baseline main holds no runs of this machine "
+            f"TIMINGS NOT JUDGED (1 timed benchmark(s); the kernel figures of 1 were): baseline main holds no runs of "
+            f"this machine "
             f"({machine.machine_key()}), only of cpu-x86-64-amd-epyc-7763 (AMD EPYC 7763 64-Core Processor)*"
             "`pytest --bench-save=main`*--bench-unresolved=fail fails them"
         ]
