@@ -463,18 +463,20 @@ def _distributed_block(ranks, comm: tuple[float, float] | None, median_ms: float
 
 
 def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:
-    """The precision a roofline is drawn for: the test's policy, else the first float tensor's dtype
-    (as a policy names it: fp32, bf16...)."""
+    """The precision a roofline is drawn for: the test's policy, else the first float tensor's or
+    numpy array's dtype (as a policy names it: fp32, bf16...; else numpy's name: float64)."""
     if "precision" in params:
         return str(params["precision"]).split("@")[0]
 
-    torch = sys.modules.get("torch")
-    if torch is None:
-        return None
+    torch, numpy = sys.modules.get("torch"), sys.modules.get("numpy")  # (never imported here for this)
     for value in (*args, *kwargs.values()):
-        if isinstance(value, torch.Tensor) and value.is_floating_point():
+        if torch is not None and isinstance(value, torch.Tensor) and value.is_floating_point():
             name = str(value.dtype).removeprefix("torch.")
-            return policy_of_dtype(name) or name  # as a marker names it, so the two read alike
+        elif numpy is not None and isinstance(value, numpy.ndarray) and numpy.issubdtype(value.dtype, numpy.floating):
+            name = str(value.dtype)
+        else:
+            continue
+        return policy_of_dtype(name) or name  # as a marker names it, so the two read alike
     return None
 
 

@@ -440,6 +440,25 @@ def test_a_triton_launch_without_a_gpu_driver_names_the_interpreter(pytester, fa
     result.stdout.fnmatch_lines(["*0 active drivers*", "*no GPU driver here*--bench-interpret=auto*"])
 
 
+def test_a_numpy_arrays_dtype_is_recorded_too(pytester, fast, tmp_path):
+    out = tmp_path / "run.json"
+    pytester.makepyfile("""
+        import numpy as np
+
+        def test_np(bench):
+            bench(np.negative, np.ones(8, dtype=np.float32))
+            bench(np.negative, np.ones(8), name="double")
+            bench(np.negative, np.ones(8, dtype=np.int64), name="ints")
+    """)
+    pytester.runpytest("--bench", f"--bench-json={out}", *fast).assert_outcomes(passed=1)
+    records = json.loads(out.read_text())["benchmarks"]
+    assert {i.split("::", 1)[1]: r["dtype"] for i, r in records.items()} == {
+        "test_np": "fp32",
+        "test_np::double": "float64",
+        "test_np::ints": None,
+    }
+
+
 def test_a_tensors_dtype_is_recorded_as_a_precision_policy_names_it(pytester, fast, tmp_path):
     # A record's dtype reads alike whether a bench_precision marker or a tensor named it (the CSV's
     # column, the run file): fp32, not float32 beside fp32. (In a subprocess: torch cannot be
