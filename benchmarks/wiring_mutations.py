@@ -1080,8 +1080,8 @@ MUTATIONS = (
     Mutation(
         "a tensor's dtype is recorded as a precision policy names it",
         "pytest_tesserabench/measure/fixture.py",
-        "            return policy_of_dtype(name) or name  #",
-        "            return name  #",
+        "        return policy_of_dtype(name) or name  #",
+        "        return name  #",
         ("tests/plugin/test_fixture.py",),
     ),
     Mutation(
@@ -1202,6 +1202,55 @@ MUTATIONS = (
         "                pool_canary_ms=tuple(m.pool_canary_ms),\n",
         "",
         ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "a kernel run by the interpreter is timed without a budget",
+        "pytest_tesserabench/measure/fixture.py",
+        "max_time=0.0 if interpreted else self._settings.max_time,",
+        "max_time=self._settings.max_time,",
+        ("tests/plugin/test_passes.py",),
+    ),
+    Mutation(
+        "timings against another machine's baseline are said under the results",
+        TERMINAL,
+        "        terminalreporter.write_line(elsewhere, red=not figures, yellow=figures)",
+        "        pass",
+        ("tests/plugin/test_static_analysis.py",),
+    ),
+    Mutation(
+        "--bench-unresolved=fail fails a timing another machine's baseline cannot judge",
+        PLUGIN,
+        "            elif elsewhere and record.timing_gated and record.measured_rounds:",
+        "            elif False:",
+        ("tests/plugin/test_static_analysis.py",),
+    ),
+    Mutation(
+        "--bench-unresolved=fail refuses a run with nothing to compare with",
+        PLUGIN,
+        '        if state.not_compared and settings.unresolved == "fail":',
+        "        if False:",
+        ("tests/plugin/test_gate_e2e.py",),
+    ),
+    Mutation(
+        "--bench-work-threshold reaches history mode",
+        "pytest_tesserabench/history/comparison.py",
+        ", work_threshold=self.settings.work_threshold",
+        "",
+        ("tests/plugin/test_static_analysis.py",),
+    ),
+    Mutation(
+        "--bench-work-threshold reaches A/B",
+        SESSION,
+        ", work_threshold=self.settings.work_threshold",
+        "",
+        ("tests/plugin/test_ab_result.py",),
+    ),
+    Mutation(
+        "an fp32 check of a TF32 dot warns",
+        "pytest_tesserabench/measure/fixture.py",
+        "            if tf32:",
+        "            if False:",
+        ("tests/plugin/test_static_analysis.py",),
     ),
 )
 
