@@ -1206,8 +1206,8 @@ MUTATIONS = (
     Mutation(
         "a kernel run by the interpreter is timed without a budget",
         "pytest_tesserabench/measure/fixture.py",
-        "max_time=0.0 if interpreted else self._settings.max_time,",
-        "max_time=self._settings.max_time,",
+        "budget = sampling.Budget(max_time=0.0, min_rounds=rounds,",
+        "budget = sampling.Budget(max_time=settings.max_time, min_rounds=rounds,",
         ("tests/plugin/test_passes.py",),
     ),
     Mutation(

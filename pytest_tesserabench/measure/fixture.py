@@ -177,15 +177,20 @@ class Bench:
             _refuse(label, integrity.check_perturbed(fn, args, kwargs, result, allowed))
         call = _bind(fn, args, kwargs)
         timer = timing.make_timer(self._settings.timer, call, args, kwargs, interpreted=interpreted, result=result)
-        budget = sampling.Budget(
+        settings = self._settings
+        if interpreted:
             # The interpreter is ~1000x slower than the device it emulates and its timings are never
             # gated: a few rounds of one call show it works; a budget would buy nothing the gate
             # uses (on a GPU-less runner the static figures are what it judges, and they need none).
-            max_time=0.0 if interpreted else self._settings.max_time,
-            min_rounds=min(self._settings.min_rounds, INTERPRETED_ROUNDS) if interpreted else self._settings.min_rounds,
-            warmup=0.0 if interpreted else self._settings.warmup,
-            target_ci=self._settings.target_ci,
-        )
+            rounds = min(settings.min_rounds, INTERPRETED_ROUNDS)
+            budget = sampling.Budget(max_time=0.0, min_rounds=rounds, warmup=0.0, target_ci=settings.target_ci)
+        else:
+            budget = sampling.Budget(
+                max_time=settings.max_time,
+                min_rounds=settings.min_rounds,
+                warmup=settings.warmup,
+                target_ci=settings.target_ci,
+            )
         kept = getattr(self._measurer, "keeps_record", True)  # (an earlier pass's record is not: passes.py)
         status = self._status
         on_round = status.start(self._test_name + ("" if name is None else f" · {name}")) if status else None

@@ -20,7 +20,7 @@ from pytest_tesserabench.history import baseline
 from pytest_tesserabench.history.timeline import creeping
 from pytest_tesserabench.inspect.summary import format_kernel_lines
 from pytest_tesserabench.machine import interpret, neighbours, run_queue, threads
-from pytest_tesserabench.record.results import BenchRecord
+from pytest_tesserabench.record.results import BenchRecord, Verdict
 from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.comparison_table import comparison_lines, software_differences
@@ -393,9 +393,9 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
     if unresolved:
         loud = unresolved.startswith("NOTHING")
         terminalreporter.write_line(unresolved, yellow=not loud, red=loud)
-    elsewhere = elsewhere_line(state)
+    elsewhere = elsewhere_line(state, verdicts)
     if elsewhere:  # (red where nothing was judged, as NOTHING JUDGED; yellow beside judged kernel figures)
-        figures = "the kernel figures of" in elsewhere
+        figures = kernel_figures_judged(verdicts) > 0
         terminalreporter.write_line(elsewhere, red=not figures, yellow=figures)
     suite = suite_line(state)
     if suite:
@@ -408,7 +408,14 @@ def write_summary(terminalreporter, state, *, verbosity: int) -> None:
         terminalreporter.write_line(not_run)
 
 
-def elsewhere_line(state) -> str | None:
+def kernel_figures_judged(verdicts: Mapping[str, Verdict]) -> int:
+    """How many of ``verdicts`` the kernel figures decided (their timings judged or not)."""
+    from pytest_tesserabench.gate.pipeline import KERNEL_FIGURES
+
+    return sum(1 for v in verdicts.values() if v.stage == KERNEL_FIGURES)
+
+
+def elsewhere_line(state, verdicts: Mapping[str, Verdict]) -> str | None:
     """Loud where this run's timings were measured and none judged: the --bench-compare baseline
     holds another machine's runs only (a pool of CI runners of several CPU models), which the
     comparison's header alone leaves easy to miss in a green job."""
@@ -416,9 +423,7 @@ def elsewhere_line(state) -> str | None:
     timed = [r for r in state.records.values() if r.timing_gated and r.measured_rounds]
     if why is None or not timed:
         return None
-    from pytest_tesserabench.gate.pipeline import KERNEL_FIGURES
-
-    figures = sum(1 for v in state.all_verdicts().values() if v.stage == KERNEL_FIGURES)
+    figures = kernel_figures_judged(verdicts)
     judged = f"; the kernel figures of {figures} were" if figures else ""
     failing = state.settings.unresolved == "fail"
     return f"TIMINGS NOT JUDGED ({len(timed)} timed benchmark(s){judged}): {why}" + (
@@ -451,15 +456,16 @@ def run_notes(state, config) -> list[str]:
         nothing = [f"NOTHING JUDGED: {state.not_compared}"] if state.not_compared else []
         return [*report_notes(state.records.values()), *nothing]
     settle = settle_by_ab(state, config) if config is not None else None
+    verdicts = state.all_verdicts()
     notes = report_notes(
         state.records.values(),
-        state.all_verdicts(),
+        verdicts,
         settle=settle,
         suite=state.suite,
         not_run=not_run_line(state),
         failing=state.settings.unresolved == "fail",
     )
-    elsewhere = elsewhere_line(state)
+    elsewhere = elsewhere_line(state, verdicts)
     return [*notes, elsewhere] if elsewhere else notes
 
 
@@ -526,9 +532,7 @@ def unresolved_line(verdicts, *, failing: bool = False, settle: str | None = Non
         todo = "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner"
     todo += "" if failing else "; --bench-unresolved=fail fails them"
     if len(undecided) == len(timed):
-        from pytest_tesserabench.gate.pipeline import KERNEL_FIGURES
-
-        figures = sum(1 for v in verdicts.values() if v.stage == KERNEL_FIGURES)
+        figures = kernel_figures_judged(verdicts)
         head = "NOTHING JUDGED" if not figures else f"NO TIMING JUDGED (the kernel figures of {figures} were)"
         return (
             f"{head}: all {len(timed)} timed benchmark(s) are INCONCLUSIVE: this run could not tell "

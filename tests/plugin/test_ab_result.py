@@ -133,15 +133,22 @@ def test_an_interpreted_call_timed_here_alone_is_judged_by_both_sides_kernel_fig
     assert other.status == "NEW" and "not compared with main (aaaaaaaaaa): timers differ" in other.notes[0]
 
 
-def test_a_kernel_that_holds_more_work_than_the_reference_fails_past_the_work_threshold():
-    def kernel(sass):
-        return {"name": "k", "arch": "sm_90", "num_warps": 4, "sass_instructions": sass, "occupancy": 0.5}
+def _more_work(reference_sass: int, sass: int) -> BenchRecord:
+    """An UNCHANGED A/B record whose kernel holds ``sass`` SASS instructions, the reference's
+    ``reference_sass`` (the same config)."""
 
-    data = {**DECIDED, "reference": {**DECIDED["reference"], "kernels": [kernel(200)]}}
-    record = BenchRecord(
+    def kernel(count):
+        return {"name": "k", "arch": "sm_90", "num_warps": 4, "sass_instructions": count, "occupancy": 0.5}
+
+    data = {**DECIDED, "reference": {**DECIDED["reference"], "kernels": [kernel(reference_sass)]}}
+    return BenchRecord(
         nodeid="t.py::test", name=None, group="t.py", timer="cpu", rounds_ms=[1.0, 1.1], stats=None,
-        ab=ABResult.from_json(data, "ab"), kernels=[kernel(300)],
+        ab=ABResult.from_json(data, "ab"), kernels=[kernel(sass)],
     )  # fmt: skip
+
+
+def test_a_kernel_that_holds_more_work_than_the_reference_fails_past_the_work_threshold():
+    record = _more_work(200, 300)
     assert ab_verdicts([record], 0.05, machine={})[record.id].status == "UNCHANGED"  # off: a note
     verdict = ab_verdicts([record], 0.05, machine={}, work_threshold=0.2)[record.id]
     assert verdict.status == "REGRESSED" and verdict.severity == "severe"
@@ -153,14 +160,7 @@ def test_the_session_judges_a_b_records_with_its_work_threshold(tmp_path):
     from pytest_tesserabench.options import Settings
     from pytest_tesserabench.session import BenchSession
 
-    def kernel(sass):
-        return {"name": "k", "arch": "sm_90", "num_warps": 4, "sass_instructions": sass, "occupancy": 0.5}
-
-    data = {**DECIDED, "reference": {**DECIDED["reference"], "kernels": [kernel(200)]}}
-    record = BenchRecord(
-        nodeid="t.py::test", name=None, group="t.py", timer="cpu", rounds_ms=[1.0, 1.1], stats=None,
-        ab=ABResult.from_json(data, "ab"), kernels=[kernel(300)],
-    )  # fmt: skip
+    record = _more_work(200, 300)
     settings = Settings(enabled=True, ab="main", work_threshold=0.2)
     session = BenchSession(settings, rootdir=tmp_path, cache_dir=None, is_worker=False)
     assert session.judge([record], 0.05)[record.id].status == "REGRESSED"

@@ -77,20 +77,29 @@ def test_lower_occupancy_than_the_baseline_fails_without_statistics(pytester, mo
     result.stdout.fnmatch_lines(["*REGRESSED*kernel _scale_kernel (sm_90): occupancy 1.00 -> 0.*"])
 
 
+def _saved_as_if_on(pytester, key: str, device: str) -> tuple:
+    """Baseline main, saved here by the caller, moved to another machine's file (``key``,
+    ``device``), this machine's removed: (its path, its data)."""
+    from pytest_tesserabench.machine import device as machine
+
+    here = pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
+    data = json.loads(here.read_text())
+    here.unlink()
+    other = here.with_name(f"{key}.json")
+    data["machine_key"] = key
+    data["runs"][0]["machine"]["device"] = device
+    other.write_text(json.dumps(data))
+    return other, data
+
+
 def test_a_baseline_recorded_on_a_gpu_gates_the_kernel_figures_on_a_gpu_less_runner(pytester, monkeypatch):
     from pytest_tesserabench.machine import device as machine
 
     monkeypatch.setenv("COLUMNS", "250")
     pytester.makepyfile(test_k=KERNEL_TEST)
     pytester.runpytest("--bench-save=main", *FAST).assert_outcomes(passed=1)
-    here = pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
-    data = json.loads(here.read_text())
-    here.unlink()
     # The same run, as if recorded on an H100 runner: another machine key and device.
-    gpu = here.with_name("nvidia-h100-80gb-hbm3-sm90.json")
-    data["machine_key"] = gpu.stem
-    data["runs"][0]["machine"]["device"] = "NVIDIA H100 80GB HBM3"
-    gpu.write_text(json.dumps(data))
+    gpu, data = _saved_as_if_on(pytester, "nvidia-h100-80gb-hbm3-sm90", "NVIDIA H100 80GB HBM3")
 
     result = pytester.runpytest("--bench-compare=main", *FAST)
     result.assert_outcomes(passed=1)
@@ -139,21 +148,15 @@ def test_timings_against_another_machines_baseline_are_said_loudly_and_fail_when
     monkeypatch.setenv("COLUMNS", "250")
     pytester.makepyfile(test_k=KERNEL_TEST + "\n\ndef test_cpu(bench):\n    bench(sorted, list(range(2000, 0, -1)))\n")
     pytester.runpytest("--bench-save=main", *FAST).assert_outcomes(passed=2)
-    here = pytester.path / "baselines" / "main" / f"{machine.machine_key()}.json"
-    data = json.loads(here.read_text())
-    here.unlink()
-    other = here.with_name("cpu-x86-64-amd-epyc-7763.json")
-    data["machine_key"] = other.stem
-    data["runs"][0]["machine"]["device"] = "AMD EPYC 7763 64-Core Processor"
-    other.write_text(json.dumps(data))
+    _saved_as_if_on(pytester, "cpu-x86-64-amd-epyc-7763", "AMD EPYC 7763 64-Core Processor")
 
     result = pytester.runpytest("--bench-compare=main", *FAST)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
         [
-            f"TIMINGS NOT JUDGED (1 timed benchmark(s); the kernel figures of 1 were): baseline main holds no runs of "
-            f"this machine "
-            f"({machine.machine_key()}), only of cpu-x86-64-amd-epyc-7763 (AMD EPYC 7763 64-Core Processor)*"
+            "TIMINGS NOT JUDGED (1 timed benchmark(s); the kernel figures of 1 were): baseline main holds no runs of "
+            f"this machine ({machine.machine_key()}), only of cpu-x86-64-amd-epyc-7763 "
+            "(AMD EPYC 7763 64-Core Processor)*"
             "`pytest --bench-save=main`*--bench-unresolved=fail fails them"
         ]
     )
