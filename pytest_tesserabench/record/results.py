@@ -513,11 +513,20 @@ class Verdict:
             text += f" [{_pct(self.ci[0], factor)}, {_pct(self.ci[1], factor)}]"
         return text
 
+    def head(self) -> str:
+        """The status as a row shows it: with its severity, or "UNCHANGED (faster)" where the
+        interval lies below 1 (UNCHANGED claims no slowdown; a speed-up is IMPROVED only at
+        alpha / m, and a bare "UNCHANGED 0.18x" reads as a contradiction)."""
+        if self.severity is not None:
+            return f"{self.status} ({self.severity})"
+        if self.status == "UNCHANGED" and self.ci is not None and self.ci[1] < 1:
+            return "UNCHANGED (faster)"
+        return self.status
+
     def line(self) -> str:
         """One line for the test report: old and new median, change, interval, p, severity."""
 
-        head = self.status if self.severity is None else f"{self.status} ({self.severity})"
-        parts = [head]
+        parts = [self.head()]
         if self.ratio is not None:
             parts.append(f"{format_ms(self.baseline_ms)} -> {format_ms(self.candidate_ms)}, {self.change_text()}")
             if self.p_value is not None and self.status not in ("IMPROVED", "UNCHANGED"):
@@ -536,10 +545,8 @@ class Verdict:
             if self.status == "INCONCLUSIVE" and self.detectable is not None and self.threshold is not None:
                 if self.detectable > self.threshold:
                     parts.append(f"could detect {_pct(1 + self.detectable).lstrip('+')} or more")
-            if self.status == "UNCHANGED" and self.ci is not None and self.ci[1] < 1:
-                # UNCHANGED claims no slowdown; a speed-up is IMPROVED only at alpha / m, and a
-                # bare "UNCHANGED -41%" reads as a contradiction
-                parts.append("faster, short of the bar for IMPROVED (alpha split over the benchmarks compared)")
+            if self.head() == "UNCHANGED (faster)":
+                parts.append("short of the bar for IMPROVED (alpha split over the benchmarks compared)")
             if self.shift_text():
                 parts.append(f"this run's shared shift {self.shift_text()} removed")
         text = ", ".join(parts)

@@ -57,7 +57,7 @@ def software_differences(candidate_machine: Mapping | None, baseline_machine: Ma
 
 
 def verdict_head(verdict: Verdict) -> str:
-    return verdict.status if verdict.severity is None else f"{verdict.status} ({verdict.severity})"
+    return verdict.head()
 
 
 def _cells(verdict: Verdict, paired: bool) -> dict[str, str]:

@@ -637,8 +637,14 @@ def test_an_unchanged_line_that_reads_faster_says_why_it_is_not_improved():
         id="t", status="UNCHANGED", baseline_ms=1.0, candidate_ms=0.59, ratio=0.59, ci=(0.35, 0.98),
         p_value=0.99, threshold=0.05, alpha_per_test=0.002,
     )  # fmt: skip
-    assert "faster, short of the bar for IMPROVED" in verdict.line()
+    assert verdict.line().startswith("UNCHANGED (faster), ")
+    assert "short of the bar for IMPROVED" in verdict.line()
     assert "IMPROVED" not in replace(verdict, ci=(0.9, 1.02)).line()
+    assert replace(verdict, ci=(0.9, 1.02)).head() == "UNCHANGED"
+    # the tables (terminal, markdown, HTML) show the same head
+    from pytest_tesserabench.report.comparison_table import verdict_head
+
+    assert verdict_head(verdict) == "UNCHANGED (faster)"
 
 
 def test_a_benchmark_measured_in_passes_is_not_told_to_measure_in_passes(rng):
