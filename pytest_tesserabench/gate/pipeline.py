@@ -604,8 +604,8 @@ def _hint(
     *,
     mostly_shift: bool = False,
     in_passes: bool = False,
-) -> str:
-    """What would settle an INCONCLUSIVE verdict, by what left it undecided. ``mostly_shift``: the
+) -> str | None:
+    """What would settle an INCONCLUSIVE verdict, by what left it undecided (None: the noise). ``mostly_shift``: the
     run's shift is more of its variance than its own measurement; ``in_passes``: the benchmark was
     measured in interleaved passes (which cannot be the advice then)."""
     if shift is not None and shift.canary_moved:
@@ -649,10 +649,7 @@ def _hint(
             "(run --bench-save=NAME again on this machine) so the gate can measure run-to-run drift"
         )
     if detectable > threshold:
-        return (
-            f"on this machine the gate can catch slowdowns of {detectable:.0%} or more here, not {threshold:.0%}: "
-            "--bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner"
-        )
+        return None  # the noise alone: Verdict.hint says so, and the summary's line names them together
     return "re-run to confirm; a longer baseline history narrows the interval"
 
 

@@ -561,8 +561,19 @@ class Verdict:
         return _pct(1 + self.shift) if self.shift is not None and abs(self.shift) >= 0.01 else None
 
     def hint(self) -> str | None:
-        """For INCONCLUSIVE: what would settle it."""
-        return self.hint_text if self.status == "INCONCLUSIVE" else None
+        """For INCONCLUSIVE: what would settle it. ``hint_text`` names a cause of its own (the run's
+        shift, processes that disagree, a short baseline...); without one, the noise left the
+        interval wider than the threshold."""
+        if self.status != "INCONCLUSIVE":
+            return None
+        if self.hint_text is None and self.detectable is not None and self.threshold is not None:
+            if self.detectable > self.threshold:
+                return (
+                    f"on this machine the gate can catch slowdowns of {self.detectable:.0%} or more here, not "
+                    f"{self.threshold:.0%}: --bench-ab=REF (both sides in one job), more saves of the baseline, "
+                    "or a quieter runner"
+                )
+        return self.hint_text
 
     def to_json(self) -> dict:
         data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "id"}

@@ -143,7 +143,9 @@ def comparison_lines(
         out.append(Line("software differs from the baseline: " + "; ".join(version_diffs)))
     if not paired and centres_apart(verdicts, records):
         out.append(Line(CENTRES_NOTE))
-    for verdict in sorted((v for v in verdicts.values() if hints and v.hint()), key=lambda v: v.id):
+    # (one whose noise alone left it undecided has no cause of its own: the summary's one line
+    # names those together, with the slowdown each could have caught and what judges them)
+    for verdict in sorted((v for v in verdicts.values() if hints and v.hint_text and v.hint()), key=lambda v: v.id):
         out.append(Line(f"inconclusive {printable(verdict.id)}: {verdict.hint()}", "yellow"))
     return out
 

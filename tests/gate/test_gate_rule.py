@@ -106,6 +106,7 @@ def test_large_change_on_a_noisy_benchmark_is_inconclusive_and_says_what_it_coul
     assert verdict.threshold == pytest.approx(0.05) and verdict.detectable > 0.5
     assert f"could detect {verdict.detectable * 100:.1f}% or more" in verdict.line()
     assert "can catch slowdowns of" in verdict.hint() and "--bench-ab=REF" in verdict.hint()
+    assert verdict.hint_text is None  # no cause of its own: the summary's line names it with the others
 
 
 def test_short_history_hint_says_record_more_runs():
