@@ -1162,11 +1162,11 @@ MUTATIONS = (
         ("tests/gate/test_conditions.py",),
     ),
     Mutation(
-        "a served process frees the canary's block before it measures",
-        "pytest_tesserabench/processes/serve.py",
-        "        allocator_as_the_session_leaves_it()\n",
-        "",
-        (CONFIRM,),
+        "every measuring process fixes the allocator's thresholds",
+        "pytest_tesserabench/plugin.py",
+        "        allocator.fix_thresholds()\n",
+        "        pass\n",
+        ("tests/plugin/test_allocator.py",),
     ),
     Mutation(
         "the suite line reads the canaries of every benchmark",

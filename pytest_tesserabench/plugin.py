@@ -84,6 +84,10 @@ def pytest_configure(config: pytest.Config) -> None:
     except options.SettingsError as exc:
         raise pytest.UsageError(str(exc)) from None
 
+    if settings.enabled:  # before the tests allocate: every measuring process in one allocator state
+        from pytest_tesserabench.machine import allocator
+
+        allocator.fix_thresholds()
     if settings.enabled and settings.threads is not None:  # before the tests load the libraries
         from pytest_tesserabench.machine import threads
 

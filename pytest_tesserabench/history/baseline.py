@@ -259,8 +259,7 @@ class Outlying:
                 )
             return (
                 "this run's fresh processes read it slower: the machine was busy while they measured, "
-                "or the tests before it leave it faster in this run's own process (a state of the memory "
-                "allocator: the same in every save, it makes the benchmark read at two levels)"
+                "or the tests before it leave it faster in this run's own process"
             )
         if self.ratio > 1:
             return "unless its code changed, the machine was busy during this run: record again on a quiet one"

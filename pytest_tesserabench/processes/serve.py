@@ -27,16 +27,6 @@ from pytest_tesserabench.processes.lead_bound import die_with_lead
 from pytest_tesserabench.processes.served import AUTHKEY_ENV, REFERENCE_ONLY_ENV
 
 
-def allocator_as_the_session_leaves_it() -> None:
-    """Leave this process's memory allocator as the session's canary leaves the session's (timed at
-    the start of every --bench run, measure/canary.py: a 2 MB array sorted, then freed). glibc
-    raises its mmap threshold to the size of a large block freed, after which smaller blocks come
-    from the heap without fresh page faults. A benchmark that returns a new array of a few hundred
-    KB every call would otherwise pay those faults in a fresh process and not in the session's,
-    and the two would read it at two levels with nothing changed."""
-    canary.measure_canary(samples=1)
-
-
 def release_device_memory() -> None:
     """Give the GPU memory torch's caching allocator still holds for this test back to the device.
     A served process waits between tests while the other processes (the session's, the other
@@ -78,7 +68,6 @@ class ServeLoop:
         # one that no longer collects at REF says nothing (it cannot be compared either way).
         self.reference_only = tuple(filter(None, os.environ.get(REFERENCE_ONLY_ENV, "").split(os.pathsep)))
         self.test: ServedTest | None = None
-        allocator_as_the_session_leaves_it()
 
     # -- pytest ------------------------------------------------------------------------------------
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:

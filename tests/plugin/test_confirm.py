@@ -518,17 +518,3 @@ def test_a_multithreaded_benchmark_left_out_of_its_baseline_gets_the_thread_advi
     )
     assert "It kept 2.0 CPUs busy" in line and "--bench-threads=1" in line
     assert "--bench-threads" not in _left_out_line("t.py::x", LeftOut([0.00866], 0.00688, False), None)
-
-
-def test_a_served_process_frees_a_canary_s_block_before_it_measures(monkeypatch):
-    # The session's canary frees a 2 MB array at the start of every --bench run, which raises
-    # glibc's mmap threshold; a served process that skipped it measured a two-thread matmul
-    # (a new 512 KB result per call) 1.55x slower than the session's own process.
-    from pytest_tesserabench.measure import canary
-    from pytest_tesserabench.processes import serve
-
-    sizes = []
-    monkeypatch.setattr(serve, "die_with_lead", lambda: None)
-    monkeypatch.setattr(canary, "measure_canary", lambda samples=canary.CANARY_SAMPLES: sizes.append(samples) or [])
-    serve.ServeLoop("@address", None)
-    assert sizes == [1]
