@@ -15,6 +15,10 @@ saw all of it. Four ways it goes wrong without an error (the ways kernel leaderb
   ``lambda x: x``; an output argument the call writes, ``dst.copy_(src)``, changes and passes).
   Skipped for kernels run in the Triton interpreter (their timings are never gated and a call
   costs seconds) and for calls that fail on the perturbed inputs (nothing can be told).
+- ``lazy``: the first call returned work not yet done, a generator or other iterator, a coroutine
+  or other awaitable, or a ``concurrent.futures.Future``: the timed calls measured creating it.
+  And ``cached`` again: a function memoised by ``functools.lru_cache``/``cache`` (it has
+  ``cache_info``) answers every timed call from its cache, whatever the arguments' type.
 - ``async`` (CUDA timers): after one more call timed by events on the current stream, the device
   stays busy for longer than the events read and than ``ASYNC_FLOOR_MS``: work on a side stream,
   or events recorded on another stream than the work's.
@@ -26,12 +30,15 @@ the checks that need the copies are skipped: they would cost more than the call)
 
 from __future__ import annotations
 
+import concurrent.futures
+import inspect
+import io
 import sys
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-CHECKS = ("inplace", "alias", "cached", "async")
+CHECKS = ("inplace", "alias", "cached", "lazy", "async")
 SNAPSHOT_BYTES = 256 * 1024**2
 ASYNC_FLOOR_MS = 0.2
 
@@ -180,6 +187,41 @@ def perturbed(args: tuple, kwargs: dict) -> tuple[tuple, dict] | None:
 
     moved = (tuple(move(value) for value in args), {key: move(value) for key, value in kwargs.items()})
     return moved if count else None
+
+
+def check_first_call(fn: Callable, result: Any, allowed: frozenset[str]) -> str | None:
+    """Before anything is timed: a result that is work not yet done (``lazy``), or a function that
+    answers from a memo (``cached``)."""
+    if "lazy" not in allowed:
+        kind = _deferred_kind(result)
+        if kind is not None:
+            if inspect.iscoroutine(result):
+                result.close()  # (never to be awaited: no "never awaited" warning besides)
+            return (
+                f"the first call returned {kind}, work not yet done: the timed calls would measure creating it. "
+                "Time the call that does the work (bench(lambda: list(gen(x))), bench(lambda: asyncio.run(f(x))), "
+                "bench(lambda: pool.submit(f, x).result())), or pass allow=('lazy',)"
+            )
+    if "cached" not in allowed and callable(getattr(fn, "cache_info", None)) and hasattr(fn, "__wrapped__"):
+        return (
+            f"{getattr(fn, '__name__', 'the function')} is memoised (functools.lru_cache or cache): every timed call "
+            "after the first is answered from its cache. Time the function itself (fn.__wrapped__), or pass "
+            "allow=('cached',)"
+        )
+    return None
+
+
+def _deferred_kind(result: Any) -> str | None:
+    """What kind of work-not-yet-done ``result`` is, in words; None for a result."""
+    if inspect.isgenerator(result):
+        return "a generator"
+    if inspect.iscoroutine(result) or inspect.isawaitable(result):
+        return "a coroutine" if inspect.iscoroutine(result) else "an awaitable"
+    if isinstance(result, concurrent.futures.Future):
+        return "a Future"
+    if isinstance(result, Iterator) and not isinstance(result, io.IOBase):
+        return f"an iterator ({type(result).__name__})"
+    return None
 
 
 def check_perturbed(fn: Callable, args: tuple, kwargs: dict, result: Any, allowed: frozenset[str]) -> str | None:

@@ -109,6 +109,68 @@ def test_a_cached_result_fails(cheats, fast):
     _run(cheats, fast, body).assert_outcomes(passed=1)
 
 
+LAZY = """
+import asyncio, concurrent.futures, functools, os, pytest
+
+ALLOW = os.environ["ALLOW"].split(",") if os.environ.get("ALLOW") else None
+
+def squares(n):
+    for i in range(n):
+        yield i * i
+
+async def total(n):
+    return sum(range(n))
+
+POOL = concurrent.futures.ThreadPoolExecutor(1)
+
+@functools.lru_cache(maxsize=None)
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+CASES = {
+    "generator": (squares, (1000,), "a generator"),
+    "map": (lambda n: map(abs, range(n)), (1000,), "an iterator (map)"),
+    "coroutine": (total, (1000,), "a coroutine"),
+    "future": (lambda n: POOL.submit(sum, range(n)), (1000,), "a Future"),
+}
+
+@pytest.mark.parametrize("case", CASES)
+def test_lazy(bench, case):
+    fn, args, _ = CASES[case]
+    bench(fn, *args, allow=ALLOW)
+
+def test_memoised(bench):
+    bench(fib, 30, allow=ALLOW)
+
+def test_honest(bench):
+    bench(lambda n: list(squares(n)), 1000)
+    bench(lambda n: asyncio.run(total(n)), 1000, name="run")
+    bench(fib.__wrapped__, 10, name="wrapped")
+    bench(lambda: range(10), name="a range")  # a container, not work left undone
+"""
+
+
+def test_work_not_yet_done_and_a_memoised_function_fail_naming_the_fix(pytester, fast, monkeypatch):
+    pytester.makepyfile(test_lazy=LAZY)
+    result = pytester.runpytest_subprocess("--bench", *fast, "-W", "error::RuntimeWarning")
+    result.assert_outcomes(failed=5, passed=1)
+    for case, kind in (("generator", "a generator"), ("map", "an iterator (map)"), ("coroutine", "a coroutine")):
+        said = f"*the first call returned {kind}, work not yet done*"
+        result.stdout.fnmatch_lines([f"*_ test_lazy[[]{case}[]] _*", said])
+    result.stdout.fnmatch_lines(
+        [
+            "*_ test_lazy[[]future[]] _*",
+            "*returned a Future, work not yet done*or pass allow=('lazy',)",
+            "*_ test_memoised _*",
+            "bench(fib): fib is memoised (functools.lru_cache or cache)*fn.__wrapped__*allow=('cached',)",
+        ]
+    )
+    assert "never awaited" not in result.stdout.str() + result.stderr.str()
+    monkeypatch.setenv("ALLOW", "lazy,cached")
+    pytester.runpytest_subprocess("--bench", *fast).assert_outcomes(passed=6)
+    pytester.runpytest_subprocess().assert_outcomes(passed=6)  # (plain pytest: one plain call, no checks)
+
+
 def test_an_unknown_check_is_a_usage_error_with_or_without_bench(pytester, fast):
     pytester.makepyfile("def test_k(bench):\n    bench(sum, [1, 2], allow=('inplce',))\n")
     for args in ((), ("--bench", *fast)):
