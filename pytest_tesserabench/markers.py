@@ -97,7 +97,7 @@ def param_id(name: str, value: Any) -> str:
 def precision_id(policy: Precision) -> str:
     """A policy in a test id: ``bf16``, ``fp8_e4m3``; a non-default accumulator as
     ``fp16_accum_fp16`` (the grammar's ``@accum(...)`` is not something ``-k`` can type)."""
-    return policy.storage if policy.accum == "fp32" else f"{policy.storage}_accum_{policy.accum}"
+    return policy.storage if str(policy) == policy.storage else f"{policy.storage}_accum_{policy.accum}"
 
 
 def precision_parameters(args: tuple, where: str, arguments: Iterable[str]) -> list[Precision]:

@@ -1,7 +1,8 @@
 """Precision policies: what a kernel stores, how it accumulates, and how close it must be.
 
-Grammar: ``<storage>[@accum(<accum>)]``; storage in fp32, tf32, fp16, bf16, fp8_e4m3, fp8_e5m2;
-accum fp32 (the default) or fp16. ``Precision.parse("bf16")``, ``Precision.parse("fp16@accum(fp16)")``.
+Grammar: ``<storage>[@accum(<accum>)]``; storage in fp64, fp32, tf32, fp16, bf16, fp8_e4m3,
+fp8_e5m2; accum fp32 (the default; fp64's own for fp64), fp16 or fp64. ``Precision.parse("bf16")``,
+``Precision.parse("fp16@accum(fp16)")``.
 Torch is imported only when a torch dtype is asked for.
 """
 
@@ -22,8 +23,18 @@ _STORAGE = {
     "bf16": (2, "bfloat16", (8, 0), 3e-2, 3e-2),
     "fp8_e4m3": (1, "float8_e4m3fn", (8, 9), 1e-1, 1e-1),
     "fp8_e5m2": (1, "float8_e5m2", (8, 9), 2e-1, 2e-1),
+    # fp64 (numpy's default; unit roundoff 1.1e-16): another summation order passes, a kernel that
+    # computes in fp32 underneath (errors near 1e-7 of the magnitude) fails
+    "fp64": (8, "float64", (0, 0), 1e-12, 1e-13),
 }
-_ACCUM = {"fp32": "float32", "fp16": "float16"}
+_ACCUM = {"fp32": "float32", "fp16": "float16", "fp64": "float64"}
+
+
+def default_accum(storage: str) -> str:
+    """The accumulator a policy that names none has: fp32, or fp64 for fp64 storage."""
+    return "fp64" if storage == "fp64" else "fp32"
+
+
 _GRAMMAR = re.compile(r"^(?P<storage>[a-z0-9_]+)(?:@accum\((?P<accum>[a-z0-9_]+)\))?$")
 
 
@@ -41,7 +52,11 @@ class PrecisionError(ValueError):
 @dataclass(frozen=True)
 class Precision:
     storage: str
-    accum: str = "fp32"
+    accum: str = ""  # "": the storage's default (default_accum)
+
+    def __post_init__(self) -> None:
+        if not self.accum:
+            object.__setattr__(self, "accum", default_accum(self.storage))
 
     @classmethod
     def parse(cls, text: str | Precision) -> Precision:
@@ -52,7 +67,7 @@ class Precision:
             raise PrecisionError(
                 f"precision {text!r} does not match <storage>[@accum(<accum>)], e.g. 'bf16' or 'fp8_e4m3@accum(fp32)'"
             )
-        storage, accum = match["storage"], match["accum"] or "fp32"
+        storage, accum = match["storage"], match["accum"] or default_accum(match["storage"])
         if storage not in _STORAGE:
             close = difflib.get_close_matches(storage, _STORAGE, n=1)
             guess = f" (did you mean {close[0]!r}?)" if close else ""
@@ -60,11 +75,13 @@ class Precision:
                 f"unknown storage type {storage!r} in precision {text!r}{guess}; choose one of {', '.join(_STORAGE)}"
             )
         if accum not in _ACCUM:
-            raise PrecisionError(f"unknown accumulator {accum!r} in precision {text!r}; choose fp32 or fp16")
+            raise PrecisionError(
+                f"unknown accumulator {accum!r} in precision {text!r}; choose one of {', '.join(_ACCUM)}"
+            )
         return cls(storage, accum)
 
     def __str__(self) -> str:
-        return self.storage if self.accum == "fp32" else f"{self.storage}@accum({self.accum})"
+        return self.storage if self.accum == default_accum(self.storage) else f"{self.storage}@accum({self.accum})"
 
     @property
     def itemsize(self) -> int:

@@ -12,6 +12,8 @@ from pytest_tesserabench.measure.precision import Precision, PrecisionError
         ("fp8_e4m3@accum(fp32)", "fp8_e4m3", "fp32", "fp8_e4m3"),
         ("fp16@accum(fp16)", "fp16", "fp16", "fp16@accum(fp16)"),
         (" TF32 ", "tf32", "fp32", "tf32"),
+        ("fp64", "fp64", "fp64", "fp64"),  # fp64 accumulates in fp64 unless told
+        ("fp64@accum(fp32)", "fp64", "fp32", "fp64@accum(fp32)"),
     ],
 )
 def test_grammar(text, storage, accum, canonical):
@@ -25,7 +27,8 @@ def test_grammar(text, storage, accum, canonical):
     [
         ("fp4", "unknown storage type 'fp4'"),
         ("bf17", "unknown storage type 'bf17' in precision 'bf17' (did you mean 'bf16'?)"),
-        ("bf16@accum(bf16)", "unknown accumulator 'bf16'"),
+        ("bf16@accum(bf16)", "unknown accumulator 'bf16' in precision 'bf16@accum(bf16)'; choose one of fp32, "),
+        ("fp65", "(did you mean 'fp64'?)"),
         ("bf16@acc(fp32)", "does not match <storage>"),
         ("", "does not match"),
     ],
@@ -47,6 +50,21 @@ def test_device_support():
     assert fp8.unsupported_reason((9, 0)) is None
     assert Precision.parse("bf16").unsupported_reason((7, 5)) is not None
     assert fp8.unsupported_reason(None) is None  # CPU/interpreter emulates every type
+
+
+def test_fp64_holds_numpy_to_fp64_and_fails_a_kernel_that_computes_in_fp32_underneath():
+    np = pytest.importorskip("numpy")
+    from pytest_tesserabench.measure import accuracy
+
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((64, 4096)), rng.standard_normal((4096, 64))
+    exact = a @ b
+    pairwise = np.einsum("ik,kj->ij", a, b)  # another summation order, fp64 throughout
+    assert accuracy.compare(pairwise, exact, "fp64")["ok"]
+    through_fp32 = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float64)
+    assert not accuracy.compare(through_fp32, exact, "fp64")["ok"]
+    assert accuracy.compare(through_fp32, exact, "fp32")["ok"]
+    assert Precision.parse("fp64").itemsize == 8 and Precision.parse("fp64").min_capability == (0, 0)
 
 
 @pytest.mark.parametrize("k", [256, 2048])
