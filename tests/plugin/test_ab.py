@@ -286,7 +286,7 @@ def test_a_reference_side_that_never_returns_fails_only_its_test(repo):
         [
             "FAILED test_w.py::test_work[[]b[]] - Failed: --bench-ab: the test failed in the reference side "
             "(main at *) while measured there: *bench(kernel_for.<locals>.kernel) did not return within * s "
-            "(--bench-timeout past its measuring budget)*"
+            "(its timeout, * s, past its measuring budget*"
         ]
     )
     assert worktrees(repo) == []
