@@ -69,6 +69,15 @@ def write_outputs(state, reporter, *, interrupted: bool) -> bool:
             if saved:
                 left_out = f" ({skipped} from failed tests left out)" if skipped else ""
                 say(f"tesserabench: saved {saved} benchmark(s) to {path}{left_out}{_fresh_cost(state)}")
+                commit = state.context.commit
+                if commit.get("dirty") and commit.get("sha"):
+                    say(
+                        f"tesserabench: saved from a modified checkout of {str(commit['sha'])[:12]} (uncommitted "
+                        "changes to tracked files): no commit holds the code these timings belong to, so a compare "
+                        "cannot offer to measure its undecided benchmarks beside it (--bench-ab=REF); save "
+                        "baselines from clean commits",
+                        yellow=True,
+                    )
             else:
                 say(f"tesserabench: nothing saved to {path}: no passing benchmark")
             undetectable, timed = state.undetectable(path) if saved else ({}, 0)

@@ -69,12 +69,15 @@ def baseline(pytester, monkeypatch):
 
 
 def save_runs(pytester, monkeypatch, name, *options):
-    """Three baseline runs whose shared drift differs (1.0, 1.03, 0.98), then a candidate's RUN."""
+    """Three baseline runs whose shared drift differs (1.0, 1.03, 0.98), then a candidate's RUN;
+    the last save's output."""
     for run, shift in enumerate((1.0, 1.03, 0.98)):
         monkeypatch.setenv("RUN", str(run))
         monkeypatch.setenv("SHIFT", str(shift))
-        pytester.runpytest(f"--bench-save={name}", *options, *ARGS).assert_outcomes(passed=5)
+        result = pytester.runpytest(f"--bench-save={name}", *options, *ARGS)
+        result.assert_outcomes(passed=5)
     monkeypatch.setenv("RUN", "99")
+    return result
 
 
 def canary_reads(monkeypatch, ms):
@@ -298,7 +301,12 @@ def test_inconclusive_verdicts_are_given_the_ab_command_that_settles_them(
     sha = _git(pytester.path, "rev-parse", "HEAD")
     if recorded_on == "a modified checkout":
         (pytester.path / "sub" / "test_kernels.py").write_text(WORKLOAD + "\n# edited\n")
-    save_runs(pytester, monkeypatch, "main", "--bench-passes=1")
+    saved_by = save_runs(pytester, monkeypatch, "main", "--bench-passes=1")
+    modified = f"tesserabench: saved from a modified checkout of {sha[:12]} (uncommitted changes to tracked files)*"
+    if recorded_on == "a modified checkout":  # the save says so when it happens, not only a compare
+        saved_by.stdout.fnmatch_lines([modified + "save baselines from clean commits"])
+    else:
+        saved_by.stdout.no_fnmatch_line(modified)
     if recorded_on == "a commit this clone lacks":  # as in a shallow CI clone
         (path,) = (pytester.path / "baselines" / "main").glob("*.json")
         path.write_text(path.read_text().replace(sha, "f" * 40))
