@@ -530,6 +530,10 @@ def unresolved_line(verdicts, *, failing: bool = False, settle: str | None = Non
         todo = f"to judge them, {settle}"
     else:
         todo = "to judge them: --bench-ab=REF (both sides in one job), more saves of the baseline, or a quieter runner"
+    reach = threshold_within_reach(timed)
+    if reach is not None:
+        threshold, judged = reach
+        todo += f"; or a threshold this machine can judge: --bench-threshold={threshold} ({judged} of {len(timed)})"
     todo += "" if failing else "; --bench-unresolved=fail fails them"
     if len(undecided) == len(timed):
         figures = kernel_figures_judged(verdicts)
@@ -542,6 +546,33 @@ def unresolved_line(verdicts, *, failing: bool = False, settle: str | None = Non
         f"{len(undecided)} of {len(timed)} timed benchmark(s) INCONCLUSIVE, not judged at their threshold: "
         f"{', '.join(named)}{more}; {todo}"
     )
+
+
+REACH_SHARE = 0.75  # the share of the timed benchmarks a suggested threshold lets the gate judge
+
+
+def threshold_within_reach(timed: Sequence[Verdict]) -> tuple[int, int] | None:
+    """(threshold in whole percent, benchmarks within reach of it): the smallest threshold at which
+    the slowdown this run could catch is within reach for REACH_SHARE of the timed benchmarks (a
+    decided one is, at its own threshold); None where that is no higher than the thresholds used,
+    or 100% or more (nothing a gate is for)."""
+    from pytest_tesserabench.gate.conditions import STAGE as CONDITIONS
+
+    def need(v: Verdict) -> float:  # (one the run's conditions left undecided: no threshold judges it)
+        if v.status != "INCONCLUSIVE":
+            return v.threshold or 0.0
+        return math.inf if v.stage == CONDITIONS or v.detectable is None else v.detectable
+
+    needs = sorted(need(v) for v in timed)
+    if not needs:
+        return None
+    reach = needs[math.ceil(REACH_SHARE * len(needs)) - 1]
+    if reach >= 1:
+        return None
+    threshold = math.ceil(reach * 100 - 1e-9)
+    if threshold <= max(round((v.threshold or 0.0) * 100) for v in timed):
+        return None
+    return threshold, sum(need * 100 <= threshold + 1e-9 for need in needs)
 
 
 def suite_line(state) -> str | None:

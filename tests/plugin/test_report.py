@@ -392,6 +392,29 @@ def test_a_run_whose_timings_were_all_undecided_says_whether_kernel_figures_were
     assert both.startswith("NO TIMING JUDGED (the kernel figures of 1 were): all 1 timed benchmark(s) are INCONCLUSIVE")
 
 
+def test_the_unresolved_line_names_a_threshold_this_machine_can_judge():
+    from pytest_tesserabench.report.terminal import threshold_within_reach, unresolved_line
+
+    def verdict(i, status, detectable, stage="rule"):
+        ratio, ci = (1.0, (0.9, 1.3)) if status == "INCONCLUSIVE" else (1.0, (0.98, 1.02))
+        verdict_id = f"t.py::test_{i}"
+        return Verdict(verdict_id, status, ratio=ratio, ci=ci, threshold=0.05, detectable=detectable, stage=stage)
+
+    # eight timed: two decided at 5%, six undecided that could catch 9-250%
+    catches = [0.09, 0.12, 0.181, 0.19, 0.4, 2.5]
+    timed = [verdict(0, "UNCHANGED", 0.03), verdict(1, "UNCHANGED", 0.04)]
+    timed += [verdict(i + 2, "INCONCLUSIVE", c) for i, c in enumerate(catches)]
+    assert threshold_within_reach(timed) == (19, 6)  # the 6th of 8 needs 19%
+    line = unresolved_line({v.id: v for v in timed})
+    assert "; or a threshold this machine can judge: --bench-threshold=19 (6 of 8); --bench-unresolved=fail" in line
+    # a benchmark the run's conditions left undecided is out of any threshold's reach
+    crowded = [*timed[:5], *(verdict(i + 10, "INCONCLUSIVE", 0.06, stage="conditions") for i in range(3))]
+    assert threshold_within_reach(crowded) is None
+    # nothing to suggest at 100% or more, or where 3 in 4 are judged already
+    assert threshold_within_reach([verdict(i, "INCONCLUSIVE", 1.5) for i in range(4)]) is None
+    assert threshold_within_reach([*timed[:2], verdict(5, "UNCHANGED", 0.01), timed[-1]]) is None
+
+
 @pytest.mark.parametrize("verbosity", [0, 1])
 def test_noisy_is_said_once_where_a_benchmark_is(verbosity):
     noisy = [record("t.py::test_a", None, 1.0, noisy=True), record("t.py::test_b", None, 2.0)]
