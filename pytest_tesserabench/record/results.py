@@ -778,11 +778,16 @@ class BenchRecord:
 
     def cpu_wait(self) -> tuple[float, float]:
         """(seconds the timing thread waited for a CPU, seconds of timed wall clock: the samples
-        and that wait); both 0 without sampling data or samples."""
+        and that wait, or where a baseline kept no samples the rounds' wall clock); both 0 without
+        sampling data or either."""
         if self.sampling is None:
             return 0.0, 0.0
         waited = self.sampling.run_queue_wait_s
-        return waited, waited + sum(self.samples_ms) * self.sampling.inner_loops / 1e3
+        if self.samples_ms:
+            return waited, waited + sum(self.samples_ms) * self.sampling.inner_loops / 1e3
+        if self.sampling.others_wall_s > 0:  # (a baseline's record: its rounds, not its samples)
+            return waited, max(self.sampling.others_wall_s, waited)
+        return 0.0, 0.0
 
     def others_cpus(self) -> float:
         """How many CPUs' worth of other processes' work ran while the rounds were timed (see

@@ -19,6 +19,7 @@ from pytest_tesserabench.history.baseline import BaselineError, load_runs, machi
 from pytest_tesserabench.options import is_name
 from pytest_tesserabench.record import files
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
+from pytest_tesserabench.record.units import format_started
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
 from pytest_tesserabench.report.safe_text import printable
@@ -254,6 +255,17 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
     return out.getvalue()
 
 
+def _moment(started: str | None):
+    """A run's start as an aware datetime (UTC where the file gives no zone), or None."""
+    import datetime
+
+    try:
+        moment = datetime.datetime.fromisoformat(started or "")
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
+
+
 def compare_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.gate.model import machine_ratio
     from pytest_tesserabench.gate.pipeline import History, judge_run
@@ -288,6 +300,16 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
                 file=err,
             )
             break
+    newest_before = max((run.started for run in old_runs if _moment(run.started)), default=None, key=_moment)
+    judged_at = new_runs[-1].started
+    if _moment(judged_at) and newest_before and _moment(judged_at) < _moment(newest_before):
+        print(
+            f"warning: {sources[-1].label}, the run judged (the last argument), was recorded "
+            f"{format_started(judged_at)}, before the newest run it is judged against "
+            f"({format_started(newest_before)}): compare takes the runs oldest first, the one to judge last "
+            "(`tesserabench compare main run.json`)",
+            file=err,
+        )
     runs = [run for source in sources for run in source.runs]
     labels = [source.label for source in sources for _ in source.runs]
     lines: list[Line] = []

@@ -59,6 +59,20 @@ def test_compare_slower_exits_one_and_names_it(files, capsys):
     assert "torch 2.13.0 -> 2.11.0" in out
 
 
+def test_compare_warns_when_the_run_judged_is_older_than_what_it_is_judged_against(files, tmp_path, capsys):
+    baseline, same, _ = files
+    assert main(["compare", str(baseline), str(same)]) == 0
+    assert "warning" not in capsys.readouterr().err  # (all started alike: nothing to say)
+    earlier = json.loads(same.read_text())
+    earlier["started"] = "2026-11-20T09:00:00Z"
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps(earlier))
+    main(["compare", str(baseline), str(older)])
+    err = capsys.readouterr().err
+    assert "warning: older.json, the run judged (the last argument), was recorded 2026-11-20 09:00, before" in err
+    assert "compare takes the runs oldest first, the one to judge last" in err
+
+
 def test_compare_threshold_option(files):
     baseline, _, slower = files
     assert main(["compare", str(baseline), str(slower), "--threshold", "50"]) == 0

@@ -4,6 +4,7 @@ import json
 import multiprocessing
 import os
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,16 @@ def test_the_summary_says_when_the_cpu_was_shared():
     assert cpu_sharing_line([_record([100.0] * 10, 0.01)]) is None  # 1%: ordinary scheduling
     assert cpu_sharing_line([]) is None
     assert cpu_sharing_line([BenchRecord("t.py::test", None, "t.py::test", "cpu", [1.0], None)]) is None
+
+
+def test_a_baselines_record_without_samples_reads_its_wait_against_its_rounds_wall_clock():
+    # A baseline keeps rounds, not samples: its wait was once read as all of its timed wall clock
+    # (100%), as `tesserabench compare` printed for a baseline's run given as the one judged.
+    kept = replace(_record([100.0] * 10, 0.05), samples_ms=[])
+    kept = replace(kept, sampling=replace(kept.sampling, others_wall_s=1.0))
+    assert kept.cpu_wait() == (0.05, 1.0)
+    assert cpu_sharing_line([kept]) is not None and "(5% of the timed wall clock)" in cpu_sharing_line([kept])
+    assert replace(kept, sampling=replace(kept.sampling, others_wall_s=0.0)).cpu_wait() == (0.0, 0.0)
 
 
 SHARED_CPU_TEST = """
