@@ -1162,6 +1162,27 @@ MUTATIONS = (
         ("tests/gate/test_conditions.py",),
     ),
     Mutation(
+        "bench() checks what the first call returned (work not yet done, a memoised function)",
+        "pytest_tesserabench/measure/fixture.py",
+        "        _refuse(label, integrity.check_first_call(fn, result, allowed))\n",
+        "",
+        ("tests/plugin/test_integrity.py",),
+    ),
+    Mutation(
+        "a save from a modified checkout says so",
+        "pytest_tesserabench/outputs.py",
+        '                if commit.get("dirty") and commit.get("sha"):\n',
+        "                if False:\n",
+        ("tests/plugin/test_run_effect_plugin.py",),
+    ),
+    Mutation(
+        "the comparison prints only the hints with a cause of their own",
+        "pytest_tesserabench/report/comparison_table.py",
+        "if hints and v.hint_text and v.hint()",
+        "if hints and v.hint()",
+        ("tests/plugin/test_wiring.py",),
+    ),
+    Mutation(
         "every measuring process fixes the allocator's thresholds",
         "pytest_tesserabench/plugin.py",
         "        allocator.fix_thresholds()\n",

@@ -117,7 +117,7 @@ class Bench:
         limit = self._settings.timeout
         if limit:  # under A/B the served processes' own limits fire first: they name the side that hung
             limit += budget_s(self._settings) + (SERVED_SPEAK_FIRST_S if self._settings.ab else 0.0)
-        with time_limit(limit, f"bench({label}{'' if name is None else f', name={name!r}'})"):
+        with time_limit(limit, f"bench({label}{'' if name is None else f', name={name!r}'})", self._settings.timeout):
             return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm, allowed=allowed)
 
     @property
@@ -172,6 +172,7 @@ class Bench:
             _explain(exc, fn, name, "its first call")
             raise
         interpreted = bool(launches) and any(getattr(launch, "interpreted", False) for launch in launches)
+        _refuse(label, integrity.check_first_call(fn, result, allowed))
         after_first = integrity.Snapshot(args, kwargs) if "inplace" not in allowed else None
         if {"alias", "cached"} - allowed and not interpreted:  # (interpreted timings are never gated)
             _refuse(label, integrity.check_perturbed(fn, args, kwargs, result, allowed))

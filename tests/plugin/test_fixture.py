@@ -229,9 +229,10 @@ def test_a_call_that_never_returns_fails_its_test_and_the_run_goes_on(pytester, 
     result.assert_outcomes(passed=2, failed=2)
     result.stdout.fnmatch_lines(
         [
-            "*bench(hangs_later) did not return within 5 s (--bench-timeout past its measuring budget): the test "
-            "fails here and the rest*",
-            "*bench(sleep, name='sleepy') did not return within 5 s (--bench-timeout past *",
+            "*bench(hangs_later) did not return within 5 s (its timeout, 5 s, past its measuring budget of * s): "
+            "the test fails here and the rest*raise the limit (@pytest.mark.bench(timeout=SECONDS) on the test, "
+            "or --bench-timeout=SECONDS for every test; 0 for none)",
+            "*bench(sleep, name='sleepy') did not return within 5 s (its timeout, 5 s, past *",
         ]
     )
     measured = json.loads(out.read_text())["benchmarks"]
@@ -454,7 +455,7 @@ def test_a_numpy_arrays_dtype_is_recorded_too(pytester, fast, tmp_path):
     records = json.loads(out.read_text())["benchmarks"]
     assert {i.split("::", 1)[1]: r["dtype"] for i, r in records.items()} == {
         "test_np": "fp32",
-        "test_np::double": "float64",
+        "test_np::double": "fp64",
         "test_np::ints": None,
     }
 
