@@ -318,10 +318,15 @@ class History:
             unalike_var=unalike, shift=removed, process_share=self.process_share, base_runs=saves,
         )  # fmt: skip
         verdicts = {}
-        for i, (record, nc, kernels, history, shift, busy, processes, _, candidates) in enumerate(gated):
+        left_out = self.left_out_times()
+        for i, (record, nc, kernels, history, shift, _, processes, _, candidates) in enumerate(gated):
             status, stage = str(dec.status[i]), str(dec.stage[i])
             ratio = math.exp(float(dec.diff[i]))
             notes = list(kernels.notes)
+            # (named where slower than the processes kept by the threshold, as a save names them:
+            # one left out for a small move its save's shift made large reads as nothing apart)
+            far = left_out.get(record.id)
+            busy = [ms for ms in far.times if ms >= far.typical * (1 + theta[i])] if far is not None else []
             if busy:
                 notes.append(f"{LEFT_OUT_NOTE}: " + ", ".join(format_ms(ms) for ms in busy))
             if history < MIN_RECOMMENDED_HISTORY:
