@@ -224,7 +224,7 @@ class History:
             if reason is not None:
                 verdicts[bench_id] = untimed_verdict(bench_id, kernels, reason, history=history)
                 continue
-            kept, busy = self._kept(bench_id)
+            kept = self._kept(bench_id)
             shift = shifts.get(bench_id)
             candidates = [record, *(p[bench_id] for p in processes if bench_id in p)]
             candidates = [c for c in candidates if c.measured_rounds]
@@ -237,7 +237,7 @@ class History:
                 later_together=True,
             )
             saves = len({self.saves[j] for j, _ in kept}) if self.saves else nc.n_base[0]
-            gated.append((record, nc, kernels, history, shift, busy, len(candidates), saves, candidates))
+            gated.append((record, nc, kernels, history, shift, len(candidates), saves, candidates))
         if gated:
             verdicts.update(self._decide(gated, m, thresholds))
         return conditions.review(records, verdicts, self.runs, self.config) if self.timings else verdicts
@@ -266,13 +266,11 @@ class History:
             )
         return notes
 
-    def _kept(self, bench_id: str) -> tuple[list[tuple[int, BenchRecord]], list[float]]:
-        """(the baseline's timed records of one benchmark by run index, less those left out; the
-        left-out ones' times in ms)."""
+    def _kept(self, bench_id: str) -> list[tuple[int, BenchRecord]]:
+        """The baseline's timed records of one benchmark by run index, less those left out."""
         out = self.left_out.get(bench_id, frozenset())
         indexed = [(j, r) for j, run in enumerate(self.runs) if (r := run.benchmarks.get(bench_id)) is not None]
-        indexed = [(j, r) for j, r in indexed if r.measured_rounds]
-        return [(j, r) for j, r in indexed if j not in out], [r.median_ms or 0.0 for j, r in indexed if j in out]
+        return [(j, r) for j, r in indexed if r.measured_rounds and j not in out]
 
     def left_out_times(self, slower_by: float = 0.0) -> dict[str, LeftOut]:
         """Per benchmark some of whose processes are left out (config.outlier_z) and read at least
@@ -281,7 +279,7 @@ class History:
         out = {}
         newest = max(self.saves, default=None)
         for bench_id, runs in self.left_out.items():
-            kept, _ = self._kept(bench_id)
+            kept = self._kept(bench_id)
             typical = float(np.median([r.median_ms or 0.0 for _, r in kept])) if kept else 0.0
             read = {j: self.runs[j].benchmarks[bench_id].median_ms or 0.0 for j in sorted(runs)}
             slow = [j for j, ms in read.items() if ms >= typical * (1 + slower_by)]
@@ -312,19 +310,19 @@ class History:
         shift_df = np.array([g[4].df if g[4] is not None else np.inf for g in gated])
         unalike = np.array([g[4].unalike ** 2 if g[4] is not None else 0.0 for g in gated])
         removed = np.array([g[4].value if g[4] is not None else 0.0 for g in gated])
-        saves = np.array([g[7] for g in gated], dtype=float)
+        saves = np.array([g[6] for g in gated], dtype=float)
         dec = decide(
             nc_all, prior, config, m, thresholds=theta, shift_var=shift_var, shift_df=shift_df,
             unalike_var=unalike, shift=removed, process_share=self.process_share, base_runs=saves,
         )  # fmt: skip
         verdicts = {}
         left_out = self.left_out_times()
-        for i, (record, nc, kernels, history, shift, _, processes, _, candidates) in enumerate(gated):
+        for i, (record, nc, kernels, history, shift, processes, _, candidates) in enumerate(gated):
             status, stage = str(dec.status[i]), str(dec.stage[i])
             ratio = math.exp(float(dec.diff[i]))
             notes = list(kernels.notes)
-            # (named where slower than the processes kept by the threshold, as a save names them:
-            # one left out for a small move its save's shift made large reads as nothing apart)
+            # (named where slower than the processes kept by the benchmark's threshold: one left out
+            # for a small move its save's shift made large reads as nothing apart)
             far = left_out.get(record.id)
             busy = [ms for ms in far.times if ms >= far.typical * (1 + theta[i])] if far is not None else []
             if busy:
@@ -391,7 +389,7 @@ class History:
         (all)."""
         parts, ids, saves = [], [], []
         for bench_id in self.ids:
-            kept, _ = self._kept(bench_id)
+            kept = self._kept(bench_id)
             kept = [(j, r) for j, r in kept if r.timing_gated and _summary(r, self.cache) is not None]
             if not kept:
                 continue

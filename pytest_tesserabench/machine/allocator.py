@@ -62,9 +62,10 @@ def fix_thresholds(environ=os.environ) -> str:
     chosen = user_thresholds(environ)
     if chosen is not None and not ours:
         return f"left as set ({chosen})"
-    for name, value in ENVIRONMENT.items():
-        environ[name] = str(value)
     libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     if not (libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) and libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)):
-        return "mallopt refused the thresholds; left as they are in this process"
+        # (nor for the processes it starts: they would measure in another state than this one)
+        return "left as they are: mallopt refused the thresholds"
+    for name, value in ENVIRONMENT.items():
+        environ[name] = str(value)
     return f"fixed: mmap {MMAP_THRESHOLD >> 20} MiB, trim {TRIM_THRESHOLD >> 20} MiB"

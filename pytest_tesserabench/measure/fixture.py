@@ -117,7 +117,8 @@ class Bench:
         limit = self._settings.timeout
         if limit:  # under A/B the served processes' own limits fire first: they name the side that hung
             limit += budget_s(self._settings) + (SERVED_SPEAK_FIRST_S if self._settings.ab else 0.0)
-        with time_limit(limit, f"bench({label}{'' if name is None else f', name={name!r}'})", self._settings.timeout):
+        what = f"bench({label}{'' if name is None else f', name={name!r}'})"
+        with time_limit(limit, what, self._settings.timeout, budget_s(self._settings)):
             return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm, allowed=allowed)
 
     @property
@@ -470,7 +471,7 @@ def _distributed_block(ranks, comm: tuple[float, float] | None, median_ms: float
 
 def _storage_of(params: dict, args: tuple, kwargs: dict) -> str | None:
     """The precision a roofline is drawn for: the test's policy, else the first float tensor's or
-    numpy array's dtype (as a policy names it: fp32, bf16...; else numpy's name: float64)."""
+    numpy array's dtype (as a policy names it: fp32, bf16, fp64...; else numpy's name: complex64)."""
     if "precision" in params:
         return str(params["precision"]).split("@")[0]
 

@@ -202,7 +202,7 @@ def check_first_call(fn: Callable, result: Any, allowed: frozenset[str]) -> str 
                 "Time the call that does the work (bench(lambda: list(gen(x))), bench(lambda: asyncio.run(f(x))), "
                 "bench(lambda: pool.submit(f, x).result())), or pass allow=('lazy',)"
             )
-    if "cached" not in allowed and callable(getattr(fn, "cache_info", None)) and hasattr(fn, "__wrapped__"):
+    if "cached" not in allowed and _memoised(fn):
         return (
             f"{getattr(fn, '__name__', 'the function')} is memoised (functools.lru_cache or cache): every timed call "
             "after the first is answered from its cache. Time the function itself (fn.__wrapped__), or pass "
@@ -211,10 +211,21 @@ def check_first_call(fn: Callable, result: Any, allowed: frozenset[str]) -> str 
     return None
 
 
+def _memoised(fn: Callable) -> bool:
+    """A function wrapped by functools.lru_cache/cache that keeps what it computed (maxsize 0 keeps
+    nothing)."""
+    if not (callable(getattr(fn, "cache_info", None)) and hasattr(fn, "__wrapped__")):
+        return False
+    parameters = getattr(fn, "cache_parameters", None)
+    return not (callable(parameters) and parameters().get("maxsize") == 0)
+
+
 def _deferred_kind(result: Any) -> str | None:
     """What kind of work-not-yet-done ``result`` is, in words; None for a result."""
     if inspect.isgenerator(result):
         return "a generator"
+    if inspect.isasyncgen(result):
+        return "an async generator"
     if inspect.iscoroutine(result) or inspect.isawaitable(result):
         return "a coroutine" if inspect.iscoroutine(result) else "an awaitable"
     if isinstance(result, concurrent.futures.Future):

@@ -41,7 +41,7 @@ _GRAMMAR = re.compile(r"^(?P<storage>[a-z0-9_]+)(?:@accum\((?P<accum>[a-z0-9_]+)
 def policy_of_dtype(name: str) -> str | None:
     """The storage policy a torch dtype name stands for (float32 -> fp32, bfloat16 -> bf16), the
     first in _STORAGE's order (fp32 before tf32, which stores the same type); None for one no
-    policy stores (float64)."""
+    policy stores (an integer or complex type)."""
     return next((storage for storage, spec in _STORAGE.items() if spec[1] == name), None)
 
 
@@ -93,13 +93,13 @@ class Precision:
 
     @property
     def rtol(self) -> float:
-        rtol = _STORAGE[self.storage][3]
-        return max(rtol, 1e-2) if self.accum == "fp16" else rtol
+        """The storage's, or the accumulator's where that is coarser (fp16 accumulation, fp64
+        storage summed in fp32)."""
+        return max(_STORAGE[self.storage][3], _STORAGE[self.accum][3])
 
     @property
     def atol(self) -> float:
-        atol = _STORAGE[self.storage][4]
-        return max(atol, 1e-2) if self.accum == "fp16" else atol
+        return max(_STORAGE[self.storage][4], _STORAGE[self.accum][4])
 
     @property
     def dtype(self):

@@ -59,9 +59,9 @@ def paused():
 
 
 @contextlib.contextmanager
-def time_limit(seconds: float, what: str, timeout: float | None = None):
+def time_limit(seconds: float, what: str, timeout: float | None = None, budget: float | None = None):
     """Fail the test when the block has run ``seconds`` (0: no limit); ``what``: the call, and
-    ``timeout``: the test's own limit within ``seconds`` (the rest its budget), for the message."""
+    ``timeout`` and ``budget``: the test's own limit and its measuring budget, for the message."""
     if not seconds or not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -73,8 +73,8 @@ def time_limit(seconds: float, what: str, timeout: float | None = None):
     def expired(signum, frame):
         __tracebackhide__ = True
         parts = "its timeout past its measuring budget"
-        if timeout:
-            parts = f"its timeout, {timeout:g} s, past its measuring budget of {seconds - timeout:.1f} s"
+        if timeout and budget is not None:
+            parts = f"its timeout, {timeout:g} s, past its measuring budget of {budget:.1f} s"
         pytest.fail(
             f"{what} did not return within {seconds:.0f} s ({parts}): the test fails here and the rest of the run "
             "goes on; if the call is this slow by design, raise the limit (@pytest.mark.bench(timeout=SECONDS) on "

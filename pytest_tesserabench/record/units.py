@@ -35,7 +35,7 @@ def format_started(started: str | None) -> str:
     if not started:
         return "-"
     try:
-        return datetime.datetime.fromisoformat(started).strftime("%Y-%m-%d %H:%M")
+        return datetime.datetime.fromisoformat(started.replace("Z", "+00:00")).strftime("%Y-%m-%d %H:%M")
     except ValueError:
         return started
 

@@ -260,7 +260,7 @@ def _moment(started: str | None):
     import datetime
 
     try:
-        moment = datetime.datetime.fromisoformat(started or "")
+        moment = datetime.datetime.fromisoformat((started or "").replace("Z", "+00:00"))  # (3.10 reads no Z)
     except ValueError:
         return None
     return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
@@ -300,13 +300,15 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
                 file=err,
             )
             break
-    newest_before = max((run.started for run in old_runs if _moment(run.started)), default=None, key=_moment)
+    # (older than every run it is judged against: the arguments reversed, not an old artifact judged
+    # against a baseline that has since grown)
+    oldest_before = min((run.started for run in old_runs if _moment(run.started)), default=None, key=_moment)
     judged_at = new_runs[-1].started
-    if _moment(judged_at) and newest_before and _moment(judged_at) < _moment(newest_before):
+    if _moment(judged_at) and oldest_before and _moment(judged_at) < _moment(oldest_before):
         print(
             f"warning: {sources[-1].label}, the run judged (the last argument), was recorded "
-            f"{format_started(judged_at)}, before the newest run it is judged against "
-            f"({format_started(newest_before)}): compare takes the runs oldest first, the one to judge last "
+            f"{format_started(judged_at)}, before every run it is judged against (the oldest "
+            f"{format_started(oldest_before)}): compare takes the runs oldest first, the one to judge last "
             "(`tesserabench compare main run.json`)",
             file=err,
         )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import os
 import shlex
+import statistics
 import sys
 import textwrap
 from collections.abc import Mapping, Sequence
@@ -554,14 +555,16 @@ REACH_SHARE = 0.75  # the share of the timed benchmarks a suggested threshold le
 def threshold_within_reach(timed: Sequence[Verdict]) -> tuple[int, int] | None:
     """(threshold in whole percent, benchmarks within reach of it): the smallest threshold at which
     the slowdown this run could catch is within reach for REACH_SHARE of the timed benchmarks (a
-    decided one is, at its own threshold); None where that is no higher than the thresholds used,
-    or 100% or more (nothing a gate is for)."""
+    decided one is); None where that is no higher than the run's threshold
+    (the median of the benchmarks': one benchmark's own bench(threshold=) does not decide it), or
+    100% or more (nothing a gate is for)."""
     from pytest_tesserabench.gate.conditions import STAGE as CONDITIONS
 
     def need(v: Verdict) -> float:  # (one the run's conditions left undecided: no threshold judges it)
         if v.status != "INCONCLUSIVE":
-            return v.threshold or 0.0
-        return math.inf if v.stage == CONDITIONS or v.detectable is None else v.detectable
+            return 0.0  # judged already, whatever the option says
+        known = v.detectable is not None and math.isfinite(v.detectable)
+        return v.detectable if known and v.stage != CONDITIONS else math.inf
 
     needs = sorted(need(v) for v in timed)
     if not needs:
@@ -570,7 +573,7 @@ def threshold_within_reach(timed: Sequence[Verdict]) -> tuple[int, int] | None:
     if reach >= 1:
         return None
     threshold = math.ceil(reach * 100 - 1e-9)
-    if threshold <= max(round((v.threshold or 0.0) * 100) for v in timed):
+    if threshold <= round(statistics.median(v.threshold or 0.0 for v in timed) * 100):
         return None
     return threshold, sum(need * 100 <= threshold + 1e-9 for need in needs)
 

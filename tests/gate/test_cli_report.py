@@ -69,7 +69,7 @@ def test_compare_warns_when_the_run_judged_is_older_than_what_it_is_judged_again
     older.write_text(json.dumps(earlier))
     main(["compare", str(baseline), str(older)])
     err = capsys.readouterr().err
-    assert "warning: older.json, the run judged (the last argument), was recorded 2026-11-20 09:00, before" in err
+    assert "warning: older.json, the run judged (the last argument), was recorded 2026-11-20 09:00, before every" in err
     assert "compare takes the runs oldest first, the one to judge last" in err
 
 

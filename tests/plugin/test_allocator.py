@@ -1,10 +1,11 @@
 """The C allocator's thresholds, fixed in every measuring process (machine/allocator.py).
 
 Where a block comes from shows the threshold without timing anything: glibc serves a block
-below its mmap threshold from the heap (below the program break) and one above it from a fresh
-mapping (far above the heap on Linux)."""
+below its mmap threshold from the heap (the ``[heap]`` range of /proc/self/maps) and one above
+it from a mapping of its own."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -24,11 +25,11 @@ FROM_HEAP = textwrap.dedent(
         libc = ctypes.CDLL(None)
         libc.malloc.restype = ctypes.c_void_p
         libc.malloc.argtypes = (ctypes.c_size_t,)
-        libc.sbrk.restype = ctypes.c_void_p
-        libc.sbrk.argtypes = (ctypes.c_ssize_t,)
         libc.free.argtypes = (ctypes.c_void_p,)
         block = libc.malloc(size)
-        from_heap = block < libc.sbrk(0)
+        with open("/proc/self/maps") as maps:
+            heap = [line.split()[0].split("-") for line in maps if line.rstrip().endswith("[heap]")]
+        from_heap = any(int(low, 16) <= block < int(high, 16) for low, high in heap)
         libc.free(block)
         return from_heap
     """
@@ -42,7 +43,7 @@ def _python(code: str, env: dict | None = None) -> str:
 
 
 def test_fixed_thresholds_serve_a_large_block_from_the_heap_where_a_fresh_process_maps_it():
-    clean = {k: v for k, v in __import__("os").environ.items() if not k.startswith("MALLOC_")}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "GLIBC_TUNABLES"}
     assert _python("print(block_from_heap())", clean) == "False"  # a fresh process: a mapping
     fixed = """
         from pytest_tesserabench.machine import allocator
@@ -62,11 +63,22 @@ def test_the_thresholds_go_to_the_processes_it_starts_and_a_users_own_stay():
     assert "MALLOC_MMAP_THRESHOLD_" not in tunables
 
 
+def test_where_mallopt_refuses_the_processes_it_starts_are_left_alone_too(monkeypatch):
+    class Refusing:
+        def __init__(self):
+            self.mallopt = lambda *_: 0
+
+    monkeypatch.setattr(allocator, "_glibc", Refusing)
+    environ = {}
+    assert allocator.fix_thresholds(environ) == "left as they are: mallopt refused the thresholds"
+    assert environ == {}  # (children fixed and this process not would be two states again)
+
+
 def test_every_measuring_process_of_a_save_has_them_and_a_plain_run_does_not(pytester, monkeypatch):
     # The session's own process (mallopt) and the save's fresh processes (the environment) alike:
     # before, the canary's freed block left the session's process alone past the threshold.
-    for name in list(__import__("os").environ):
-        if name.startswith("MALLOC_"):
+    for name in list(os.environ):
+        if name.startswith("MALLOC_") or name == "GLIBC_TUNABLES":
             monkeypatch.delenv(name)
     pytester.makepyfile(
         test_a=FROM_HEAP

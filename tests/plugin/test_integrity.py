@@ -121,6 +121,10 @@ def squares(n):
 async def total(n):
     return sum(range(n))
 
+async def ticks(n):
+    for i in range(n):
+        yield i
+
 POOL = concurrent.futures.ThreadPoolExecutor(1)
 
 @functools.lru_cache(maxsize=None)
@@ -132,6 +136,7 @@ CASES = {
     "map": (lambda n: map(abs, range(n)), (1000,), "an iterator (map)"),
     "coroutine": (total, (1000,), "a coroutine"),
     "future": (lambda n: POOL.submit(sum, range(n)), (1000,), "a Future"),
+    "async generator": (ticks, (1000,), "an async generator"),
 }
 
 @pytest.mark.parametrize("case", CASES)
@@ -147,14 +152,16 @@ def test_honest(bench):
     bench(lambda n: asyncio.run(total(n)), 1000, name="run")
     bench(fib.__wrapped__, 10, name="wrapped")
     bench(lambda: range(10), name="a range")  # a container, not work left undone
+    bench(functools.lru_cache(maxsize=0)(fib.__wrapped__), 10, name="no cache")  # keeps nothing
 """
 
 
 def test_work_not_yet_done_and_a_memoised_function_fail_naming_the_fix(pytester, fast, monkeypatch):
     pytester.makepyfile(test_lazy=LAZY)
     result = pytester.runpytest_subprocess("--bench", *fast, "-W", "error::RuntimeWarning")
-    result.assert_outcomes(failed=5, passed=1)
-    for case, kind in (("generator", "a generator"), ("map", "an iterator (map)"), ("coroutine", "a coroutine")):
+    result.assert_outcomes(failed=6, passed=1)
+    cases = [("generator", "a generator"), ("map", "an iterator (map)"), ("coroutine", "a coroutine")]
+    for case, kind in [*cases, ("async generator", "an async generator")]:
         said = f"*the first call returned {kind}, work not yet done*"
         result.stdout.fnmatch_lines([f"*_ test_lazy[[]{case}[]] _*", said])
     result.stdout.fnmatch_lines(
@@ -167,8 +174,8 @@ def test_work_not_yet_done_and_a_memoised_function_fail_naming_the_fix(pytester,
     )
     assert "never awaited" not in result.stdout.str() + result.stderr.str()
     monkeypatch.setenv("ALLOW", "lazy,cached")
-    pytester.runpytest_subprocess("--bench", *fast).assert_outcomes(passed=6)
-    pytester.runpytest_subprocess().assert_outcomes(passed=6)  # (plain pytest: one plain call, no checks)
+    pytester.runpytest_subprocess("--bench", *fast).assert_outcomes(passed=7)
+    pytester.runpytest_subprocess().assert_outcomes(passed=7)  # (plain pytest: one plain call, no checks)
 
 
 def test_an_unknown_check_is_a_usage_error_with_or_without_bench(pytester, fast):

@@ -65,6 +65,9 @@ def test_fp64_holds_numpy_to_fp64_and_fails_a_kernel_that_computes_in_fp32_under
     assert not accuracy.compare(through_fp32, exact, "fp64")["ok"]
     assert accuracy.compare(through_fp32, exact, "fp32")["ok"]
     assert Precision.parse("fp64").itemsize == 8 and Precision.parse("fp64").min_capability == (0, 0)
+    # summed in fp32, fp64 storage is held to fp32's tolerances (the coarser of the two)
+    assert Precision.parse("fp64@accum(fp32)").rtol == Precision.parse("fp32").rtol
+    assert Precision.parse("fp16@accum(fp16)").atol == Precision.parse("fp16").atol
 
 
 @pytest.mark.parametrize("k", [256, 2048])

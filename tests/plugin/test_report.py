@@ -413,6 +413,9 @@ def test_the_unresolved_line_names_a_threshold_this_machine_can_judge():
     # nothing to suggest at 100% or more, or where 3 in 4 are judged already
     assert threshold_within_reach([verdict(i, "INCONCLUSIVE", 1.5) for i in range(4)]) is None
     assert threshold_within_reach([*timed[:2], verdict(5, "UNCHANGED", 0.01), timed[-1]]) is None
+    # one benchmark's own bench(threshold=50) does not hide the suggestion from the rest
+    tolerant = replace(timed[0], threshold=0.5)
+    assert threshold_within_reach([tolerant, *timed[1:]]) == (19, 6)
 
 
 @pytest.mark.parametrize("verbosity", [0, 1])
