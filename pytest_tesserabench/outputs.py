@@ -146,7 +146,7 @@ def _left_out_line(bench_id: str, left, record) -> str:
     whose = f"this save's process{'es' if count > 1 else ''}" if left.newest else f"{count} of the baseline's processes"
     head = (
         f"{printable(bench_id)}: {whose} read {read}, far from its others ({format_ms(left.typical)}), and "
-        f"{'are' if count > 1 or not left.newest else 'is'} left out of it: a compare that reads it there fails it"
+        f"{'are' if count > 1 else 'is'} left out of it: a compare that reads it there fails it"
     )
     cpus = record.own_cpus() if record is not None else 0.0
     if cpus >= 1 + GateConfig().crowded_cpus:  # (a multi-threaded benchmark, as gate.conditions reads one)
