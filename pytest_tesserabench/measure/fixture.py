@@ -114,11 +114,11 @@ class Bench:
                 _typo_hint(exc, kwargs)
                 raise
         label = _function_name(fn)
-        limit = self._settings.timeout
+        limit, budget = self._settings.timeout, budget_s(self._settings)
         if limit:  # under A/B the served processes' own limits fire first: they name the side that hung
-            limit += budget_s(self._settings) + (SERVED_SPEAK_FIRST_S if self._settings.ab else 0.0)
+            limit += budget + (SERVED_SPEAK_FIRST_S if self._settings.ab else 0.0)
         what = f"bench({label}{'' if name is None else f', name={name!r}'})"
-        with time_limit(limit, what, self._settings.timeout, budget_s(self._settings)):
+        with time_limit(limit, what, self._settings.timeout, budget):
             return self._measure(fn, args, kwargs, flops=flops, nbytes=bytes, name=name, comm=comm, allowed=allowed)
 
     @property

@@ -19,7 +19,7 @@ from pytest_tesserabench.history.baseline import BaselineError, load_runs, machi
 from pytest_tesserabench.options import is_name
 from pytest_tesserabench.record import files
 from pytest_tesserabench.record.results import BenchRecord, RunDocument
-from pytest_tesserabench.record.units import format_started
+from pytest_tesserabench.record.units import format_started, parse_started
 from pytest_tesserabench.report import rows as R
 from pytest_tesserabench.report.layout import Column, Line, Row, as_text, hidden_note, render_table, shorten_middle
 from pytest_tesserabench.report.safe_text import printable
@@ -255,17 +255,6 @@ def across_runs_csv(runs: Sequence[RunDocument], labels: Sequence[str], verdicts
     return out.getvalue()
 
 
-def _moment(started: str | None):
-    """A run's start as an aware datetime (UTC where the file gives no zone), or None."""
-    import datetime
-
-    try:
-        moment = datetime.datetime.fromisoformat((started or "").replace("Z", "+00:00"))  # (3.10 reads no Z)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=datetime.timezone.utc)
-
-
 def compare_command(args: argparse.Namespace, out, err) -> int:
     from pytest_tesserabench.gate.model import machine_ratio
     from pytest_tesserabench.gate.pipeline import History, judge_run
@@ -302,13 +291,13 @@ def compare_command(args: argparse.Namespace, out, err) -> int:
             break
     # (older than every run it is judged against: the arguments reversed, not an old artifact judged
     # against a baseline that has since grown)
-    oldest_before = min((run.started for run in old_runs if _moment(run.started)), default=None, key=_moment)
-    judged_at = new_runs[-1].started
-    if _moment(judged_at) and oldest_before and _moment(judged_at) < _moment(oldest_before):
+    starts = [moment for run in old_runs if (moment := parse_started(run.started)) is not None]
+    judged_at = parse_started(new_runs[-1].started)
+    if judged_at is not None and starts and judged_at < min(starts):
         print(
             f"warning: {sources[-1].label}, the run judged (the last argument), was recorded "
-            f"{format_started(judged_at)}, before every run it is judged against (the oldest "
-            f"{format_started(oldest_before)}): compare takes the runs oldest first, the one to judge last "
+            f"{format_started(new_runs[-1].started)}, before every run it is judged against (the oldest "
+            f"{min(starts):%Y-%m-%d %H:%M}): compare takes the runs oldest first, the one to judge last "
             "(`tesserabench compare main run.json`)",
             file=err,
         )

@@ -56,13 +56,9 @@ def software_differences(candidate_machine: Mapping | None, baseline_machine: Ma
     return diffs
 
 
-def verdict_head(verdict: Verdict) -> str:
-    return verdict.head()
-
-
 def _cells(verdict: Verdict, paired: bool) -> dict[str, str]:
     return {
-        "verdict": verdict_head(verdict),
+        "verdict": verdict.head(),
         "change": verdict.change_text(),
         "baseline": format_ms(verdict.baseline_ms),
         "now": format_ms(verdict.candidate_ms),

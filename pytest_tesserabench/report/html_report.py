@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from pytest_tesserabench.record.results import STATUSES
 from pytest_tesserabench.report import rows as R
-from pytest_tesserabench.report.comparison_table import counts_text, verdict_head
+from pytest_tesserabench.report.comparison_table import counts_text
 from pytest_tesserabench.report.data import ReportData
 from pytest_tesserabench.report.plots import PlotError, group_plots
 
@@ -88,7 +88,7 @@ def _table(records, data: ReportData, columns: Sequence[str] | None) -> list[str
         if data.compared:
             verdict = data.verdicts.get(record.id)
             status = verdict.status if verdict else ""
-            cells.append(f'<td class="{status}">{_e(verdict_head(verdict)) if verdict else "-"}</td>')
+            cells.append(f'<td class="{status}">{_e(verdict.head()) if verdict else "-"}</td>')
             cells.append(f"<td>{_e(verdict.change_text()) if verdict else '-'}</td>")
         notes = R.notes(record, timer_shown="timer" in keys)
         if data.verdicts.get(record.id):

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pytest_tesserabench.record.results import FAILING_STATUSES
 from pytest_tesserabench.record.units import format_ms
 from pytest_tesserabench.report import rows as R
-from pytest_tesserabench.report.comparison_table import counts_text, verdict_head
+from pytest_tesserabench.report.comparison_table import counts_text
 from pytest_tesserabench.report.data import ReportData
 from pytest_tesserabench.report.safe_text import markdown_cell, printable
 
@@ -82,7 +82,7 @@ def _regressions(data: ReportData) -> list[str]:
         rows.append(
             [
                 code(verdict.id),
-                verdict_head(verdict),
+                verdict.head(),
                 verdict.change_text(),
                 format_ms(verdict.baseline_ms),
                 format_ms(verdict.candidate_ms),
@@ -119,7 +119,7 @@ def _results(
                 # the verdict's change is of the gate's centres (the lowest pass's median, this
                 # run's shared shift removed), which can differ from the median of all rounds
                 verdict = data.verdicts.get(record.id)
-                row += [verdict_head(verdict), verdict.change_text()] if verdict else ["-", "-"]
+                row += [verdict.head(), verdict.change_text()] if verdict else ["-", "-"]
             notes = R.notes(record, timer_shown="timer" in keys)
             rows.append([*row, markdown_cell(", ".join(notes)) or ""])
         judged = ["verdict", "change [CI95]"] if data.compared else []
